@@ -1,0 +1,47 @@
+# Finds libatp's dependencies, all from Debian packages (scripts/install-deps).
+# Optional backends are auto-detected: LIBATP_WITH_DPDK / LIBATP_WITH_MLX5 are
+# AUTO (use when found), ON (fail when missing) or OFF.
+include_guard(GLOBAL)
+include(GoogleTest)
+find_package(PkgConfig REQUIRED)
+
+find_package(absl CONFIG REQUIRED)
+find_package(fmt CONFIG REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+find_package(Threads REQUIRED)
+if(LIBATP_BUILD_TESTS OR NOT DEFINED LIBATP_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+endif()
+if(LIBATP_BUILD_BENCHMARKS OR NOT DEFINED LIBATP_BUILD_BENCHMARKS)
+  find_package(benchmark CONFIG REQUIRED)
+endif()
+
+set(LIBATP_WITH_DPDK AUTO CACHE STRING "DPDK transport: AUTO, ON or OFF")
+set(LIBATP_WITH_MLX5 AUTO CACHE STRING "mlx5 RAW Ethernet transport: AUTO, ON or OFF")
+
+function(_atp_optional_backend option result module)
+  set(${result} 0 PARENT_SCOPE)
+  if(${option} STREQUAL "OFF")
+    return()
+  endif()
+  pkg_check_modules(${result}_PC QUIET IMPORTED_TARGET GLOBAL ${module})
+  if(${result}_PC_FOUND)
+    set(${result} 1 PARENT_SCOPE)
+  elseif(${option} STREQUAL "ON")
+    message(FATAL_ERROR "${option}=ON but pkg-config cannot find ${module} (run scripts/install-deps)")
+  endif()
+endfunction()
+
+_atp_optional_backend(LIBATP_WITH_DPDK ATP_HAVE_DPDK libdpdk)
+_atp_optional_backend(LIBATP_WITH_MLX5 ATP_HAVE_MLX5 "libibverbs;libmlx5")
+
+if(ATP_HAVE_DPDK)
+  # DPDK's pkg-config flags carry -march=corei7, which would override
+  # -march=native on every target that links DPDK and silently turn AVX2 off.
+  get_target_property(_dpdk_opts PkgConfig::ATP_HAVE_DPDK_PC INTERFACE_COMPILE_OPTIONS)
+  if(_dpdk_opts)
+    list(FILTER _dpdk_opts EXCLUDE REGEX "^-march=")
+    set_target_properties(PkgConfig::ATP_HAVE_DPDK_PC PROPERTIES INTERFACE_COMPILE_OPTIONS "${_dpdk_opts}")
+  endif()
+endif()
+message(STATUS "libatp: DPDK transport ${ATP_HAVE_DPDK}, mlx5 transport ${ATP_HAVE_MLX5}")

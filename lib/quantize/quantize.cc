@@ -1,0 +1,1 @@
+#include "atp/quantize.h"

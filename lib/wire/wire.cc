@@ -1,0 +1,1 @@
+#include "lib/wire/frame_view.h"
