@@ -9,6 +9,8 @@ find_package(absl CONFIG REQUIRED)
 find_package(fmt CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(Threads REQUIRED)
+# nlohmann_json: reads the golden frame vectors in tests (and JSON in tools).
+find_package(nlohmann_json CONFIG REQUIRED)
 if(LIBATP_BUILD_TESTS OR NOT DEFINED LIBATP_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()

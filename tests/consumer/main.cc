@@ -1,0 +1,38 @@
+// Uses only installed public headers: quantizes a fragment, frames it, decodes
+// it back, and checks the values survived.
+#include <array>
+#include <cstdio>
+
+#include "atp/config.h"
+#include "atp/quantize.h"
+#include "atp/wire.h"
+
+int main() {
+  std::array<float, atp::wire::kValuesPerFragment> gradient{};
+  gradient[0] = 0.5f;
+  gradient[61] = -0.25f;
+  std::array<int32_t, atp::wire::kValuesPerFragment> quantized{};
+  if (atp::Quantize(gradient, atp::kDefaultScale, quantized) != atp::QuantizeOutcome::kExact) {
+    return 1;
+  }
+
+  atp::wire::FrameFields fields;
+  fields.header.job = 1;
+  fields.header.bitmap0 = 1;
+  fields.header.bitmap1 = 1;
+  atp::wire::Payload payload{};
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint32_t>(quantized[i]);
+  std::array<uint8_t, atp::wire::kFrameBytes> frame{};
+  atp::wire::EncodeFrame(fields, payload, atp::wire::kDefaultBasePort, frame);
+
+  atp::wire::FrameFields decoded;
+  atp::wire::Payload decoded_payload{};
+  if (atp::wire::DecodeFrame(frame, atp::wire::kDefaultBasePort, &decoded, &decoded_payload) !=
+          atp::wire::DecodeError::kOk ||
+      decoded_payload != payload) {
+    return 1;
+  }
+  std::printf("libatp %d.%d.%d consumer: ok (DPDK %d, mlx5 %d)\n", ATP_VERSION_MAJOR,
+              ATP_VERSION_MINOR, ATP_VERSION_PATCH, ATP_HAVE_DPDK, ATP_HAVE_MLX5);
+  return 0;
+}
