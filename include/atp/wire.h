@@ -169,12 +169,22 @@ enum class DecodeError : uint8_t {
   kAmbiguousRack,        // a level-1 gradient naming more or fewer than one rack
 };
 
+// kDecodeErrorCount: the number of DecodeError values, for counter arrays
+// indexed by static_cast<size_t>(error).
+inline constexpr size_t kDecodeErrorCount = static_cast<size_t>(DecodeError::kAmbiguousRack) + 1;
+
 // DecodeErrorName: a short stable name ("bad_ipv4_checksum") for logs and counters.
 std::string_view DecodeErrorName(DecodeError error);
 
-// ValidateHeader: the header-level rules (job, seq width, fan-ins, bitmaps).
-// Bitmaps of an ack with collision are not checked against fanIn1 (they carry
-// an index); an overflow request may carry empty bitmaps.
+// ValidateHeader: the header-level rules, checked in this order:
+//   job != 0 (kJobZero); seq < 2^24 (kSeqOutOfRange); fan-ins in 1..32
+//   (kFanInOutOfRange); bitmap0 names only workers < fanIn0
+//   (kBitmap0BeyondFanIn); bitmap1 names only racks < fanIn1
+//   (kBitmap1BeyondFanIn), except in an ack with collision, where it carries
+//   the new aggregator index; a gradient (not ack) has bitmap0 and bitmap1
+//   non-empty (kEmptyBitmap) and, at level 1 (edge 0), names exactly one rack
+//   in bitmap1 (kAmbiguousRack). Parameter packets (ack), overflow requests
+//   among them, may carry empty bitmaps.
 DecodeError ValidateHeader(const AtpHeader& header);
 
 // EncodeHeader / DecodeHeader: the 16 header bytes. DecodeHeader does not
@@ -192,23 +202,35 @@ void EncodeMessage(const AtpMessage& message, std::span<uint8_t, kMessageBytes> 
 DecodeError DecodeMessage(std::span<const uint8_t> in, AtpMessage* out);
 
 // EncodeFrame: a whole frame. The UDP ports are base_port + header.queue().
-// The caller must pass a valid header (ValidateHeader == kOk); this is checked
-// in debug builds only. The UDP checksum is 0 and the IPv4 identification 0.
+// IPv4: TOS fields.ip_tos, identification 0, DF set, TTL 64, a valid checksum;
+// the UDP checksum is 0. The caller must pass a valid header (ValidateHeader
+// == kOk), a TOS of kTosEct0 or kTosCe, and base_port + 15 <= 65535; these
+// are checked in debug builds only.
 void EncodeFrame(const FrameFields& fields, const Payload& payload, uint16_t base_port,
                  std::span<uint8_t, kFrameBytes> out);
 
-// DecodeFrame: validates and decodes a whole frame. `payload` may be null when
-// only the fields are wanted. On error the outputs are unspecified.
+// DecodeFrame: validates and decodes a whole frame, checking in this order:
+// length (kShortFrame, kLongFrame), EtherType (kNotIpv4), version/IHL 0x45 and
+// not fragmented: MF clear, offset 0, DF either (kBadIpv4Header), total length
+// (kBadIpv4TotalLength), header checksum (kBadIpv4Checksum), protocol
+// (kNotUdp), UDP length (kBadUdpLength), both ports == base_port + queue of
+// seq (kBadUdpPort), TOS 0x02 or 0x03 (kBadTos), then ValidateHeader. The IPv4
+// identification, TTL and UDP checksum are ignored. `fields` and `payload` may
+// be null when not wanted. On error the outputs are unspecified.
 DecodeError DecodeFrame(std::span<const uint8_t> frame, uint16_t base_port, FrameFields* fields,
                         Payload* payload);
 
-// ValidateFrame: the same checks as DecodeFrame, without producing fields:
-// what a forwarding element runs on every ATP frame before FrameView touches it.
+// ValidateFrame: the same checks as DecodeFrame (same result on every input),
+// without producing fields: what a forwarding element runs on every ATP frame
+// before FrameView touches it. A valid frame costs one predictable branch;
+// only a rejected one pays for finding which check failed first.
 DecodeError ValidateFrame(std::span<const uint8_t> frame, uint16_t base_port);
 
-// IsAtpFrame: a cheap classification for forwarding elements: IPv4, UDP, and a
-// destination port in [base_port, base_port + 16). Non-ATP frames are forwarded
-// untouched; ATP frames go through DecodeFrame (or FrameView after it).
+// IsAtpFrame: a cheap classification for forwarding elements: EtherType IPv4,
+// IP version 4, protocol UDP, and a UDP destination port in [base_port,
+// base_port + 16), read after any IPv4 options. Reads nothing beyond `frame`.
+// Non-ATP frames are forwarded untouched; ATP frames go through ValidateFrame
+// or DecodeFrame (and FrameView after it), which drop malformed ones.
 bool IsAtpFrame(std::span<const uint8_t> frame, uint16_t base_port);
 
 // Ipv4HeaderChecksum: the RFC 1071 checksum of a 20-byte IPv4 header, with its

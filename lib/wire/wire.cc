@@ -1,1 +1,155 @@
-#include "lib/wire/frame_view.h"
+// lib/wire/wire.cc: the ATP header, payload and message codec, and the
+// header-level rules (ATP-SPEC section 2). The frame codec is in frame.cc,
+// address parsing in address.cc.
+#include <bit>
+#include <cassert>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "atp/wire.h"
+#include "lib/wire/byte_order.h"
+#include "lib/wire/header_layout.h"
+
+namespace atp::wire {
+namespace {
+
+using internal::kAckBit;
+using internal::kAggregatorOffset;
+using internal::kBitmap0Offset;
+using internal::kBitmap1Offset;
+using internal::kCollisionBit;
+using internal::kEcnBit;
+using internal::kEdgeBit;
+using internal::kFanFlagsOffset;
+using internal::kFanIn0Shift;
+using internal::kFanIn1Shift;
+using internal::kFanInFieldMask;
+using internal::kFpBit;
+using internal::kJobSeqOffset;
+using internal::kJobShift;
+using internal::kResendBit;
+using internal::LoadBig16;
+using internal::LoadBig32;
+using internal::StoreBig16;
+using internal::StoreBig32;
+
+}  // namespace
+
+std::string_view DecodeErrorName(DecodeError error) {
+  switch (error) {
+    case DecodeError::kOk: return "ok";
+    case DecodeError::kShortFrame: return "short_frame";
+    case DecodeError::kLongFrame: return "long_frame";
+    case DecodeError::kNotIpv4: return "not_ipv4";
+    case DecodeError::kBadIpv4Header: return "bad_ipv4_header";
+    case DecodeError::kBadIpv4TotalLength: return "bad_ipv4_total_length";
+    case DecodeError::kBadIpv4Checksum: return "bad_ipv4_checksum";
+    case DecodeError::kNotUdp: return "not_udp";
+    case DecodeError::kBadUdpLength: return "bad_udp_length";
+    case DecodeError::kBadUdpPort: return "bad_udp_port";
+    case DecodeError::kBadTos: return "bad_tos";
+    case DecodeError::kJobZero: return "job_zero";
+    case DecodeError::kSeqOutOfRange: return "seq_out_of_range";
+    case DecodeError::kFanInOutOfRange: return "fan_in_out_of_range";
+    case DecodeError::kBitmap0BeyondFanIn: return "bitmap0_beyond_fan_in";
+    case DecodeError::kBitmap1BeyondFanIn: return "bitmap1_beyond_fan_in";
+    case DecodeError::kEmptyBitmap: return "empty_bitmap";
+    case DecodeError::kAmbiguousRack: return "ambiguous_rack";
+  }
+  return "unknown";
+}
+
+DecodeError ValidateHeader(const AtpHeader& header) {
+  if (header.job == 0) return DecodeError::kJobZero;
+  if (header.seq > kSeqMask) return DecodeError::kSeqOutOfRange;
+  if (header.fan_in0 < 1 || header.fan_in0 > kMaxFanIn || header.fan_in1 < 1 ||
+      header.fan_in1 > kMaxFanIn) {
+    return DecodeError::kFanInOutOfRange;
+  }
+  if ((header.bitmap0 & ~internal::ContributorMask(header.fan_in0 - 1u)) != 0) {
+    return DecodeError::kBitmap0BeyondFanIn;
+  }
+  // A parameter packet reporting a collision carries the new aggregator index
+  // in bitmap1, not racks.
+  const bool carries_index = header.ack && header.collision;
+  if (!carries_index && (header.bitmap1 & ~internal::ContributorMask(header.fan_in1 - 1u)) != 0) {
+    return DecodeError::kBitmap1BeyondFanIn;
+  }
+  // Gradients (not ack) name their contributors; parameter packets, among them
+  // overflow requests, may carry empty bitmaps.
+  if (!header.ack) {
+    if (header.bitmap0 == 0 || header.bitmap1 == 0) return DecodeError::kEmptyBitmap;
+    // At level 1, bitmap1 says which rack bitmap0's workers belong to.
+    if (!header.edge && std::popcount(header.bitmap1) != 1) return DecodeError::kAmbiguousRack;
+  }
+  return DecodeError::kOk;
+}
+
+void EncodeHeader(const AtpHeader& header, std::span<uint8_t, kAtpHeaderBytes> out) {
+  assert(header.seq <= kSeqMask);
+  assert(header.fan_in0 >= 1 && header.fan_in0 <= kMaxFanIn);
+  assert(header.fan_in1 >= 1 && header.fan_in1 <= kMaxFanIn);
+  uint8_t* p = out.data();
+  StoreBig32(p + kJobSeqOffset,
+             (static_cast<uint32_t>(header.job) << kJobShift) | (header.seq & kSeqMask));
+  StoreBig32(p + kBitmap0Offset, header.bitmap0);
+  StoreBig32(p + kBitmap1Offset, header.bitmap1);
+  const uint32_t fan_flags =
+      (((header.fan_in0 - 1u) & kFanInFieldMask) << kFanIn0Shift) |
+      (((header.fan_in1 - 1u) & kFanInFieldMask) << kFanIn1Shift) |
+      (header.edge ? kEdgeBit : 0u) | (header.resend ? kResendBit : 0u) |
+      (header.collision ? kCollisionBit : 0u) | (header.ecn ? kEcnBit : 0u) |
+      (header.ack ? kAckBit : 0u) | (header.fp ? kFpBit : 0u);
+  StoreBig16(p + kFanFlagsOffset, static_cast<uint16_t>(fan_flags));
+  StoreBig16(p + kAggregatorOffset, header.aggregator);
+}
+
+AtpHeader DecodeHeader(std::span<const uint8_t, kAtpHeaderBytes> in) {
+  const uint8_t* p = in.data();
+  const uint32_t job_seq = LoadBig32(p + kJobSeqOffset);
+  const uint16_t fan_flags = LoadBig16(p + kFanFlagsOffset);
+  AtpHeader h;
+  h.job = static_cast<uint8_t>(job_seq >> kJobShift);
+  h.seq = job_seq & kSeqMask;
+  h.bitmap0 = LoadBig32(p + kBitmap0Offset);
+  h.bitmap1 = LoadBig32(p + kBitmap1Offset);
+  h.fan_in0 = static_cast<uint8_t>(((fan_flags >> kFanIn0Shift) & kFanInFieldMask) + 1);
+  h.fan_in1 = static_cast<uint8_t>(((fan_flags >> kFanIn1Shift) & kFanInFieldMask) + 1);
+  h.edge = (fan_flags & kEdgeBit) != 0;
+  h.resend = (fan_flags & kResendBit) != 0;
+  h.collision = (fan_flags & kCollisionBit) != 0;
+  h.ecn = (fan_flags & kEcnBit) != 0;
+  h.ack = (fan_flags & kAckBit) != 0;
+  h.fp = (fan_flags & kFpBit) != 0;
+  h.aggregator = LoadBig16(p + kAggregatorOffset);
+  return h;
+}
+
+void EncodePayload(const Payload& payload, std::span<uint8_t, kPayloadBytes> out) {
+  static_assert(sizeof(Payload) == kPayloadBytes, "Payload is 62 packed uint32");
+  internal::SwapBytes32(reinterpret_cast<const uint8_t*>(payload.data()), out.data(),
+                        kValuesPerFragment);
+}
+
+void DecodePayload(std::span<const uint8_t, kPayloadBytes> in, Payload& out) {
+  internal::SwapBytes32(in.data(), reinterpret_cast<uint8_t*>(out.data()), kValuesPerFragment);
+}
+
+void EncodeMessage(const AtpMessage& message, std::span<uint8_t, kMessageBytes> out) {
+  EncodeHeader(message.header, out.first<kAtpHeaderBytes>());
+  EncodePayload(message.payload, out.subspan<kAtpHeaderBytes, kPayloadBytes>());
+}
+
+DecodeError DecodeMessage(std::span<const uint8_t> in, AtpMessage* out) {
+  if (in.size() < kMessageBytes) return DecodeError::kShortFrame;
+  if (in.size() > kMessageBytes) return DecodeError::kLongFrame;
+  const AtpHeader header = DecodeHeader(in.first<kAtpHeaderBytes>());
+  const DecodeError error = ValidateHeader(header);
+  if (error != DecodeError::kOk) return error;
+  out->header = header;
+  DecodePayload(in.subspan<kAtpHeaderBytes, kPayloadBytes>(), out->payload);
+  return DecodeError::kOk;
+}
+
+}  // namespace atp::wire
