@@ -1,0 +1,57 @@
+// lib/ps/ps_config.h: the configuration of one parameter-server engine
+// (ATP-SPEC section 6): the jobs it serves, the window slots per queue (the
+// same value every worker of those jobs uses), and which queues it owns.
+//
+//   atp::ps::PsConfig config;
+//   config.jobs.push_back(atp::protocol::JobShape::Uniform(/*job=*/7, 2, 4));
+//   config.slots = 256;
+//   ATP_RETURN_IF_ERROR(config.Validate());
+#ifndef ATP_LIB_PS_PS_CONFIG_H_
+#define ATP_LIB_PS_PS_CONFIG_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "atp/wire.h"
+#include "lib/protocol/job_shape.h"
+
+namespace atp::ps {
+
+// kMaxSlots: the largest window-slot count the PS accepts. ATP-SPEC section 3
+// needs slots far below 2^19 for serial-number arithmetic on 20-bit positions;
+// this bound also caps the engine's memory (about 1 KiB per slot and queue).
+inline constexpr uint32_t kMaxSlots = 1u << 16;
+static_assert(kMaxSlots < (1u << (wire::kQueueShift - 1)),
+              "slots must stay far below half the position space");
+
+struct PsConfig {
+  // jobs: the shape of every job this engine serves (distinct job ids).
+  std::vector<protocol::JobShape> jobs;
+  // slots: window slots per queue, a power of two in 1..kMaxSlots; must equal
+  // the workers' value, since slot = position mod slots on both sides.
+  uint32_t slots = 256;
+  // shard_index / shard_count: a job with several PS hosts sends queue q to PS
+  // number q mod shard_count (ATP-SPEC section 3); this engine keeps state only
+  // for the queues with q mod shard_count == shard_index. The same split can
+  // give each PS I/O thread its own engine.
+  uint32_t shard_index = 0;
+  uint32_t shard_count = 1;
+  // fp_pool_buffers: buffers for the overflow (float32) path kept allocated
+  // while idle. A seq on that path holds one buffer (4 bytes x 62 values per
+  // worker of the largest job); more concurrent float seqs than this allocate
+  // on that rare path and free again when they complete.
+  uint32_t fp_pool_buffers = 2;
+
+  // Validate: at least one job, every JobShape valid, job ids distinct, slots
+  // a power of two in range, shard_count 1..16 and shard_index below it. The
+  // message names the offending field.
+  absl::Status Validate() const;
+
+  // ServedQueues: how many of the 16 queues this engine owns.
+  uint32_t ServedQueues() const;
+};
+
+}  // namespace atp::ps
+
+#endif  // ATP_LIB_PS_PS_CONFIG_H_

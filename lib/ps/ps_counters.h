@@ -1,0 +1,54 @@
+// lib/ps/ps_counters.h: what a PsEngine did with the messages it was given,
+// one counter per reason, for stats, logs and tests.
+//
+// Every message handed to PsEngine::OnGradient is counted in `gradients` and in
+// exactly one outcome counter, so that
+//   gradients == contributions + duplicates + integer_on_float_path + param_resent
+//                + stale + ahead + unknown_job + wrong_shard + shape_mismatch
+//                + malformed + unexpected_ack
+// (PsCounters::Outcomes). The other counters count events and sends.
+#ifndef ATP_LIB_PS_PS_COUNTERS_H_
+#define ATP_LIB_PS_PS_COUNTERS_H_
+
+#include <cstdint>
+
+namespace atp::ps {
+
+struct PsCounters {
+  // Every message given to OnGradient.
+  uint64_t gradients = 0;
+
+  // Outcomes (exactly one per message).
+  uint64_t contributions = 0;          // accepted into a live seq (integer or fp)
+  uint64_t duplicates = 0;             // overlapped what the seq already had; or a
+                                       // non-resend copy for a completed seq
+  uint64_t integer_on_float_path = 0;  // integer packet for a seq on the float path
+                                       // (repeats the overflow request if needed)
+  uint64_t param_resent = 0;           // resend for a completed seq: stored packet sent again
+  uint64_t stale = 0;                  // position older than the slot's last completed one
+  uint64_t ahead = 0;                  // position beyond the slot's next generation
+  uint64_t unknown_job = 0;            // job not in PsConfig::jobs
+  uint64_t wrong_shard = 0;            // queue owned by another shard
+  uint64_t shape_mismatch = 0;         // valid header that disagrees with the job shape
+  uint64_t malformed = 0;              // wire::ValidateHeader failed, or an fp packet
+                                       // not from exactly one worker
+  uint64_t unexpected_ack = 0;         // a parameter packet sent to the PS
+
+  // Events and sends.
+  uint64_t completed = 0;            // seqs completed (integer and float)
+  uint64_t fp_completed = 0;         // of those, completed on the float path
+  uint64_t param_sent = 0;           // parameter packets sent on completion
+  uint64_t collisions_rehashed = 0;  // completions that carried a new aggregator index
+  uint64_t overflows = 0;            // seqs that entered the float path
+  uint64_t overflow_requests = 0;    // overflow requests sent (first and repeated)
+
+  // Outcomes: the sum of the outcome counters; equals `gradients`.
+  uint64_t Outcomes() const {
+    return contributions + duplicates + integer_on_float_path + param_resent + stale + ahead +
+           unknown_job + wrong_shard + shape_mismatch + malformed + unexpected_ack;
+  }
+};
+
+}  // namespace atp::ps
+
+#endif  // ATP_LIB_PS_PS_COUNTERS_H_

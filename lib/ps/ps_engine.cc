@@ -1,0 +1,270 @@
+#include "lib/ps/ps_engine.h"
+
+#include <algorithm>
+#include <bit>
+#include <utility>
+
+#include "atp/status_macros.h"
+#include "lib/protocol/aggregator_index.h"
+#include "lib/ps/slot_window.h"
+
+namespace atp::ps {
+namespace {
+
+// ParameterTemplate: the header fields every parameter packet of a job shares.
+// bitmap0 names every worker of the largest rack (fanIn0 = its size), bitmap1
+// every rack: the packet speaks for the whole job.
+wire::AtpHeader ParameterTemplate(const JobLayout& layout) {
+  wire::AtpHeader header;
+  header.job = layout.job();
+  header.ack = true;
+  header.edge = true;
+  header.fan_in0 = static_cast<uint8_t>(layout.max_rack_workers());
+  header.fan_in1 = static_cast<uint8_t>(layout.racks());
+  header.bitmap0 = protocol::JobShape::LowBits(layout.max_rack_workers());
+  header.bitmap1 = layout.all_racks();
+  return header;
+}
+
+}  // namespace
+
+absl::StatusOr<PsEngine> PsEngine::Create(PsConfig config) {
+  ATP_RETURN_IF_ERROR(config.Validate());
+  int max_workers = 0;
+  for (const protocol::JobShape& shape : config.jobs) {
+    max_workers = std::max(max_workers, shape.total_workers());
+  }
+  return PsEngine(config, static_cast<size_t>(max_workers) * wire::kValuesPerFragment);
+}
+
+PsEngine::PsEngine(const PsConfig& config, size_t fp_floats_per_buffer)
+    : config_(config),
+      slots_(config.slots),
+      slot_mask_(config.slots - 1),
+      fp_pool_(fp_floats_per_buffer, config.fp_pool_buffers) {
+  job_index_.fill(-1);
+  size_t slot_count = static_cast<size_t>(config.ServedQueues()) * slots_;
+  jobs_.reserve(config.jobs.size());
+  for (const protocol::JobShape& shape : config.jobs) {
+    job_index_[shape.job] = static_cast<int16_t>(jobs_.size());
+    JobLayout layout(shape);
+    JobState& job = jobs_.emplace_back(JobState{layout, ParameterTemplate(layout), {}, {}});
+    job.slots.resize(slot_count);
+    job.completed.resize(slot_count);
+    for (size_t i = 0; i < slot_count; ++i) {
+      job.slots[i].completed_position =
+          InitialCompletedPosition(static_cast<uint32_t>(i) & slot_mask_, slots_);
+    }
+  }
+}
+
+void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint /*now*/,
+                          protocol::MessageSink& sink) {
+  ++counters_.gradients;
+  const wire::AtpHeader& header = message.header;
+  if (wire::ValidateHeader(header) != wire::DecodeError::kOk) {
+    ++counters_.malformed;
+    return;
+  }
+  if (header.ack) {
+    ++counters_.unexpected_ack;
+    return;
+  }
+  int16_t job_index = job_index_[header.job];
+  if (job_index < 0) {
+    ++counters_.unknown_job;
+    return;
+  }
+  JobState& job = jobs_[static_cast<size_t>(job_index)];
+  uint32_t queue = header.queue();
+  if (queue % config_.shard_count != config_.shard_index) {
+    ++counters_.wrong_shard;
+    return;
+  }
+  Contributors who;
+  switch (job.layout.Parse(header, &who)) {
+    case ParseOutcome::kOk:
+      break;
+    case ParseOutcome::kMalformed:
+      ++counters_.malformed;
+      return;
+    case ParseOutcome::kShapeMismatch:
+      ++counters_.shape_mismatch;
+      return;
+  }
+
+  uint32_t position = header.position();
+  size_t index =
+      static_cast<size_t>(queue / config_.shard_count) * slots_ + (position & slot_mask_);
+  SlotState& slot = job.slots[index];
+  switch (ClassifyPosition(position, slot.completed_position, slots_)) {
+    case Generation::kStale:
+      ++counters_.stale;
+      return;
+    case Generation::kAhead:
+      ++counters_.ahead;
+      return;
+    case Generation::kCompleted:
+      if (!slot.has_completed_packet) {
+        // The virtual generation before position 0: nothing was ever sent.
+        ++counters_.stale;
+      } else if (header.resend) {
+        // A worker lost this parameter packet: send the very same one again.
+        ++counters_.param_resent;
+        sink.Send(job.completed[index]);
+      } else {
+        ++counters_.duplicates;
+      }
+      return;
+    case Generation::kNext:
+      break;
+  }
+  if (slot.mode == SlotMode::kFloat) {
+    OnFloatPath(job, index, message, who, sink);
+  } else {
+    OnIntegerOrIdle(job, index, message, who, sink);
+  }
+}
+
+void PsEngine::OnIntegerOrIdle(JobState& job, size_t index, const wire::AtpMessage& message,
+                               const Contributors& who, protocol::MessageSink& sink) {
+  SlotState& slot = job.slots[index];
+  const wire::AtpHeader& header = message.header;
+  if (header.fp) {
+    // A worker went float directly (NaN, infinity or a saturating value). The
+    // integer state is discarded whatever it holds, so this cannot overlap it.
+    ++counters_.contributions;
+    NoteContribution(slot, header);
+    StartFloatPath(slot);
+    slot.coverage.TryAdd(job.layout, who);  // true: the coverage was just cleared
+    AddFloatRow(job.layout, slot, message, who);
+    if (slot.coverage.IsComplete(job.layout)) {
+      SumFloatRowsInOrder(slot.fp_rows.get(), job.layout.total_workers(),
+                          job.completed[index].payload);
+      Complete(job, index, header.seq, sink);
+    } else {
+      SendOverflowRequest(job, slot, header.seq, sink);
+    }
+    return;
+  }
+
+  if (!slot.coverage.TryAdd(job.layout, who)) {
+    ++counters_.duplicates;
+    return;
+  }
+  ++counters_.contributions;
+  NoteContribution(slot, header);
+  if (HasInt32Bound(message.payload)) {
+    // A switch saturated on the way: the integer sum is lost.
+    StartFloatPath(slot);
+    SendOverflowRequest(job, slot, header.seq, sink);
+    return;
+  }
+  if (slot.mode == SlotMode::kIdle) {
+    slot.mode = SlotMode::kInteger;
+    AssignSums(message.payload, slot.sums);
+  } else {
+    AddToSums(message.payload, slot.sums);
+  }
+  if (!slot.coverage.IsComplete(job.layout)) return;
+  if (!SumsFitOpenInt32(slot.sums)) {
+    StartFloatPath(slot);
+    SendOverflowRequest(job, slot, header.seq, sink);
+    return;
+  }
+  StoreInt32Sums(slot.sums, job.completed[index].payload);
+  Complete(job, index, header.seq, sink);
+}
+
+void PsEngine::OnFloatPath(JobState& job, size_t index, const wire::AtpMessage& message,
+                           const Contributors& who, protocol::MessageSink& sink) {
+  SlotState& slot = job.slots[index];
+  const wire::AtpHeader& header = message.header;
+  if (!header.fp) {
+    // An integer packet sent before its worker saw the overflow request, or
+    // after the request was lost. Repeat the request unless every worker it
+    // names has already sent its fp row (then it is only a late copy).
+    ++counters_.integer_on_float_path;
+    slot.ecn |= header.ecn;
+    if (!slot.coverage.CoversAll(who)) SendOverflowRequest(job, slot, header.seq, sink);
+    return;
+  }
+  if (!slot.coverage.TryAdd(job.layout, who)) {
+    ++counters_.duplicates;
+    return;
+  }
+  ++counters_.contributions;
+  NoteContribution(slot, header);
+  AddFloatRow(job.layout, slot, message, who);
+  if (!slot.coverage.IsComplete(job.layout)) return;
+  SumFloatRowsInOrder(slot.fp_rows.get(), job.layout.total_workers(), job.completed[index].payload);
+  Complete(job, index, header.seq, sink);
+}
+
+void PsEngine::NoteContribution(SlotState& slot, const wire::AtpHeader& header) {
+  if (slot.mode == SlotMode::kIdle) slot.aggregator = header.aggregator;
+  slot.ecn |= header.ecn;
+  slot.collision |= header.collision;
+}
+
+void PsEngine::StartFloatPath(SlotState& slot) {
+  ++counters_.overflows;
+  slot.mode = SlotMode::kFloat;
+  slot.coverage.Clear();
+  slot.fp_rows = fp_pool_.Acquire();
+}
+
+void PsEngine::AddFloatRow(const JobLayout& layout, SlotState& slot,
+                           const wire::AtpMessage& message, const Contributors& who) {
+  // Parse guarantees an fp packet names one worker of one rack.
+  int worker = std::countr_zero(who.workers);
+  auto row = static_cast<size_t>(layout.worker_index(who.rack, worker)) * wire::kValuesPerFragment;
+  StoreFloatRow(message.payload, slot.fp_rows.get() + row);
+}
+
+void PsEngine::SendOverflowRequest(const JobState& job, const SlotState& slot, uint32_t seq,
+                                   protocol::MessageSink& sink) {
+  ++counters_.overflow_requests;
+  wire::AtpMessage request;  // zero payload
+  request.header = job.parameter_template;
+  request.header.seq = seq & wire::kSeqMask;
+  request.header.resend = true;  // with ack and not fp: "resend this fragment as fp"
+  request.header.bitmap0 = 0;    // an overflow request carries no contributors
+  request.header.bitmap1 = 0;
+  request.header.aggregator = slot.aggregator;  // switches clear what they hold for it
+  sink.Send(request);
+}
+
+void PsEngine::Complete(JobState& job, size_t index, uint32_t seq, protocol::MessageSink& sink) {
+  SlotState& slot = job.slots[index];
+  wire::AtpMessage& packet = job.completed[index];
+  packet.header = job.parameter_template;
+  packet.header.seq = seq & wire::kSeqMask;
+  packet.header.ecn = slot.ecn;
+  packet.header.aggregator = slot.aggregator;  // the old index: switches clear it
+  if (slot.collision) {
+    // A new index for the slot's next fragments, in the low 16 bits of bitmap1.
+    packet.header.collision = true;
+    packet.header.bitmap1 =
+        protocol::RehashAggregatorIndex(job.layout.job(), packet.header.seq, slot.aggregator);
+    ++counters_.collisions_rehashed;
+  }
+  ++counters_.completed;
+  if (slot.mode == SlotMode::kFloat) {
+    packet.header.fp = true;
+    fp_pool_.Release(std::move(slot.fp_rows));
+    ++counters_.fp_completed;
+  }
+
+  slot.completed_position = wire::PositionOfSeq(seq);
+  slot.has_completed_packet = true;
+  slot.mode = SlotMode::kIdle;
+  slot.ecn = false;
+  slot.collision = false;
+  slot.coverage.Clear();
+
+  ++counters_.param_sent;
+  sink.Send(packet);
+}
+
+}  // namespace atp::ps

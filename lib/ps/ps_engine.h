@@ -1,0 +1,133 @@
+// lib/ps/ps_engine.h: the parameter-server engine (ATP-SPEC section 6).
+//
+// PsEngine finishes whatever aggregation the switches left undone: it adds the
+// gradient packets of each (job, seq) until every worker of the job is
+// covered, then multicasts the parameter packet. It rehashes aggregator indices
+// after collisions, runs the float32 overflow path, and re-sends a completed
+// seq's parameter packet to a worker that lost it.
+//
+//   PsConfig config;
+//   config.jobs.push_back(protocol::JobShape::Uniform(/*job=*/7, /*racks=*/2, /*workers=*/4));
+//   config.slots = 256;
+//   ATP_ASSIGN_OR_RETURN(PsEngine engine, PsEngine::Create(std::move(config)));
+//   for (const wire::AtpMessage& m : received) engine.OnGradient(m, now, multicast_sink);
+//
+// What it sends (every message to every worker of the message's job):
+// - Parameter packet: job, seq, ack=1, edge=1, resend=0, fp=1 after the float
+//   path; ecn = OR of the seq's accepted contributions (those discarded by the
+//   float path and integer packets arriving on it included; duplicates not);
+//   fanIn1 = racks and bitmap1 = every rack; fanIn0 = the largest rack's size
+//   and bitmap0 = every worker of such a rack; aggregator = the index the
+//   fragment used (its first contribution's). If a contribution reported a
+//   collision: collision=1 and bitmap1 = RehashAggregatorIndex(job, seq,
+//   aggregator) in its low 16 bits instead.
+// - Overflow request: job, seq, ack=1, resend=1, fp=0, edge=1, empty bitmaps,
+//   zero payload, aggregator as above. Sent when a contribution holds
+//   INT32_MAX/INT32_MIN (a switch saturated), when the complete int64 sum
+//   leaves the open int32 range (checked at completion, so the outcome does not
+//   depend on arrival order), or when an fp row arrives for a seq still on the
+//   integer path (unless that row completes the seq); and again when an
+//   integer packet arrives for a seq on the float path naming a worker whose
+//   fp row is still missing.
+//
+// Choices the spec leaves open: every queue's stream starts at position 0; a
+// non-resend copy of a completed seq is a duplicate (only a resend re-sends
+// the stored packet); fp rows are summed in double in worker order (rack-major),
+// starting from the first row, and rounded once to float32.
+//
+// The engine is pure: it reads no clock, does no I/O and allocates only at
+// Create (and on the rare float path beyond PsConfig::fp_pool_buffers). It is
+// not thread-safe: one thread drives it, or each thread drives its own engine
+// for its own queues (PsConfig::shard_index / shard_count).
+#ifndef ATP_LIB_PS_PS_ENGINE_H_
+#define ATP_LIB_PS_PS_ENGINE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "atp/time.h"
+#include "atp/wire.h"
+#include "lib/protocol/message_sink.h"
+#include "lib/ps/fp_buffer_pool.h"
+#include "lib/ps/job_layout.h"
+#include "lib/ps/ps_config.h"
+#include "lib/ps/ps_counters.h"
+#include "lib/ps/slot_state.h"
+
+namespace atp::ps {
+
+class PsEngine {
+ public:
+  // Create: validates `config` and allocates all per-slot state (about 1 KiB
+  // per job, served queue and slot).
+  static absl::StatusOr<PsEngine> Create(PsConfig config);
+
+  PsEngine(PsEngine&&) = default;
+  PsEngine& operator=(PsEngine&&) = default;
+  PsEngine(const PsEngine&) = delete;
+  PsEngine& operator=(const PsEngine&) = delete;
+
+  // OnGradient: handles one decoded message addressed to the PS. Parameter
+  // packets and overflow requests it causes are passed to `sink` before it
+  // returns; the caller multicasts each to every worker of its job. Every
+  // message is counted in counters() (see PsCounters). `now` is not used
+  // today: the engine keeps no timers, and takes it so callers need not change
+  // when one is added.
+  void OnGradient(const wire::AtpMessage& message, TimePoint now, protocol::MessageSink& sink);
+
+  const PsCounters& counters() const { return counters_; }
+
+  // fp_buffers_in_use: float-path buffers held by seqs still on that path; 0
+  // once they complete (the memory the engine holds beyond its idle size).
+  size_t fp_buffers_in_use() const { return fp_pool_.in_use(); }
+
+  uint32_t slots() const { return slots_; }
+
+ private:
+  struct JobState {
+    JobLayout layout;
+    wire::AtpHeader parameter_template;       // the fields every parameter packet shares
+    std::vector<SlotState> slots;             // [served queue * slots + slot]
+    std::vector<wire::AtpMessage> completed;  // same index: last completed parameter packet
+  };
+
+  PsEngine(const PsConfig& config, size_t fp_floats_per_buffer);
+
+  // The live generation of slot `index` of `job`, by the path it is on.
+  void OnIntegerOrIdle(JobState& job, size_t index, const wire::AtpMessage& message,
+                       const Contributors& who, protocol::MessageSink& sink);
+  void OnFloatPath(JobState& job, size_t index, const wire::AtpMessage& message,
+                   const Contributors& who, protocol::MessageSink& sink);
+
+  // NoteContribution: records an accepted contribution's aggregator index (the
+  // first one's), ecn and collision flags in the live generation.
+  static void NoteContribution(SlotState& slot, const wire::AtpHeader& header);
+  // StartFloatPath: drops the integer state of the live generation and gives it
+  // a float row buffer.
+  void StartFloatPath(SlotState& slot);
+  // AddFloatRow: stores an fp packet's row (its coverage already added).
+  void AddFloatRow(const JobLayout& layout, SlotState& slot, const wire::AtpMessage& message,
+                   const Contributors& who);
+  void SendOverflowRequest(const JobState& job, const SlotState& slot, uint32_t seq,
+                           protocol::MessageSink& sink);
+
+  // Complete: writes the live generation's parameter packet (header; the
+  // caller has written the payload) into the job's stored packet, resets the
+  // slot for its next generation and sends the packet.
+  void Complete(JobState& job, size_t index, uint32_t seq, protocol::MessageSink& sink);
+
+  PsConfig config_;
+  uint32_t slots_;
+  uint32_t slot_mask_;
+  std::array<int16_t, wire::kMaxJobId + 1> job_index_;  // job id -> jobs_ index, or -1
+  std::vector<JobState> jobs_;
+  FpBufferPool fp_pool_;
+  PsCounters counters_;
+};
+
+}  // namespace atp::ps
+
+#endif  // ATP_LIB_PS_PS_ENGINE_H_

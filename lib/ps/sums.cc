@@ -1,0 +1,68 @@
+#include "lib/ps/sums.h"
+
+#include <bit>
+#include <limits>
+
+namespace atp::ps {
+namespace {
+
+constexpr size_t kValues = wire::kValuesPerFragment;
+constexpr uint32_t kInt32MaxBits = 0x7FFFFFFFu;
+constexpr uint32_t kInt32MinBits = 0x80000000u;
+
+}  // namespace
+
+// The loops below have no early exit and reduce into uint32_t (not bool), so
+// that the compiler vectorizes them (see CMakeLists.txt).
+
+bool HasInt32Bound(const wire::Payload& payload) {
+  uint32_t bound = 0;
+  for (uint32_t value : payload) {
+    bound |= static_cast<uint32_t>(value == kInt32MaxBits) |
+             static_cast<uint32_t>(value == kInt32MinBits);
+  }
+  return bound != 0;
+}
+
+void AssignSums(const wire::Payload& payload, IntSums& sums) {
+  for (size_t i = 0; i < kValues; ++i) sums[i] = static_cast<int32_t>(payload[i]);
+}
+
+void AddToSums(const wire::Payload& payload, IntSums& sums) {
+  for (size_t i = 0; i < kValues; ++i) sums[i] += static_cast<int32_t>(payload[i]);
+}
+
+bool SumsFitOpenInt32(const IntSums& sums) {
+  constexpr int64_t kMin = std::numeric_limits<int32_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  uint32_t outside = 0;
+  for (int64_t sum : sums) {
+    outside |= static_cast<uint32_t>(sum <= kMin) | static_cast<uint32_t>(sum >= kMax);
+  }
+  return outside == 0;
+}
+
+void StoreInt32Sums(const IntSums& sums, wire::Payload& out) {
+  for (size_t i = 0; i < kValues; ++i) {
+    out[i] = static_cast<uint32_t>(static_cast<int32_t>(sums[i]));
+  }
+}
+
+void StoreFloatRow(const wire::Payload& payload, float* row) {
+  for (size_t i = 0; i < kValues; ++i) row[i] = std::bit_cast<float>(payload[i]);
+}
+
+void SumFloatRowsInOrder(const float* rows, int rows_count, wire::Payload& out) {
+  // Start from the first row rather than 0.0 so that a sum of -0.0 stays -0.0.
+  std::array<double, kValues> acc;
+  for (size_t i = 0; i < kValues; ++i) acc[i] = rows[i];
+  for (int w = 1; w < rows_count; ++w) {
+    const float* row = rows + static_cast<size_t>(w) * kValues;
+    for (size_t i = 0; i < kValues; ++i) acc[i] += row[i];
+  }
+  for (size_t i = 0; i < kValues; ++i) {
+    out[i] = std::bit_cast<uint32_t>(static_cast<float>(acc[i]));
+  }
+}
+
+}  // namespace atp::ps

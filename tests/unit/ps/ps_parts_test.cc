@@ -1,0 +1,128 @@
+// The PS engine's parts: configuration, coverage (the duplicate rule), the
+// float buffer pool and the float sum.
+#include <bit>
+#include <limits>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "lib/ps/coverage.h"
+#include "lib/ps/fp_buffer_pool.h"
+#include "lib/ps/job_layout.h"
+#include "lib/ps/ps_config.h"
+#include "lib/ps/ps_engine.h"
+#include "lib/ps/sums.h"
+
+namespace atp::ps {
+namespace {
+
+using protocol::JobShape;
+
+bool MessageHas(const absl::Status& status, const std::string& text) {
+  return status.message().find(text) != std::string::npos;
+}
+
+TEST(PsConfigTest, ValidateNamesTheField) {
+  PsConfig config;
+  EXPECT_TRUE(MessageHas(config.Validate(), "PsConfig.jobs"));
+  config.jobs = {JobShape::Uniform(3, 1, 1), JobShape::Uniform(3, 2, 2)};
+  EXPECT_TRUE(MessageHas(config.Validate(), "PsConfig.jobs[1].job"));
+  config.jobs = {JobShape::Uniform(3, 1, 33)};
+  EXPECT_TRUE(MessageHas(config.Validate(), "PsConfig.jobs[0]: JobShape.workers_per_rack[0]"));
+  config.jobs = {JobShape::Uniform(3, 1, 1)};
+  EXPECT_TRUE(config.Validate().ok());
+  config.slots = 12;
+  EXPECT_TRUE(MessageHas(config.Validate(), "PsConfig.slots"));
+  config.slots = 0;
+  EXPECT_TRUE(MessageHas(config.Validate(), "PsConfig.slots"));
+  config.slots = kMaxSlots * 2;
+  EXPECT_TRUE(MessageHas(config.Validate(), "PsConfig.slots"));
+  config.slots = kMaxSlots;
+  EXPECT_TRUE(config.Validate().ok());
+  config.shard_count = 17;
+  EXPECT_TRUE(MessageHas(config.Validate(), "PsConfig.shard_count"));
+  config.shard_count = 2;
+  config.shard_index = 2;
+  EXPECT_TRUE(MessageHas(config.Validate(), "PsConfig.shard_index"));
+  config.shard_index = 1;
+  EXPECT_TRUE(config.Validate().ok());
+  EXPECT_EQ(config.ServedQueues(), 8u);
+}
+
+TEST(PsConfigTest, CreateRejectsInvalidConfig) {
+  PsConfig config;
+  config.jobs = {JobShape::Uniform(3, 1, 1)};
+  config.slots = 3;
+  absl::StatusOr<PsEngine> engine = PsEngine::Create(config);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CoverageTest, OverlapChangesNothing) {
+  const JobLayout layout(JobShape{.job = 1, .workers_per_rack = {4, 2}});
+  Coverage coverage;
+  using Level = Contributors::Level;
+  ASSERT_TRUE(coverage.TryAdd(layout, {Level::kRackWorkers, 0, 0b0011, 0}));
+  EXPECT_FALSE(coverage.TryAdd(layout, {Level::kRackWorkers, 0, 0b0110, 0}));
+  EXPECT_EQ(coverage.workers(0), 0b0011u);
+  EXPECT_FALSE(coverage.TryAdd(layout, {Level::kWholeRacks, 0, 0, 0b11}));
+  EXPECT_EQ(coverage.workers(1), 0u);
+  EXPECT_TRUE(coverage.CoversAll({Level::kRackWorkers, 0, 0b0001, 0}));
+  EXPECT_FALSE(coverage.CoversAll({Level::kRackWorkers, 0, 0b0101, 0}));
+  ASSERT_TRUE(coverage.TryAdd(layout, {Level::kWholeRacks, 0, 0, 0b10}));
+  EXPECT_FALSE(coverage.IsComplete(layout));
+  EXPECT_TRUE(coverage.CoversAll({Level::kWholeRacks, 0, 0, 0b10}));
+  ASSERT_TRUE(coverage.TryAdd(layout, {Level::kRackWorkers, 0, 0b1100, 0}));
+  EXPECT_TRUE(coverage.IsComplete(layout));
+  coverage.Clear();
+  EXPECT_FALSE(coverage.IsComplete(layout));
+  EXPECT_EQ(coverage.workers(0), 0u);
+}
+
+TEST(JobLayoutTest, WorkerOrderIsRackMajor) {
+  const JobLayout layout(JobShape{.job = 1, .workers_per_rack = {3, 5, 2}});
+  EXPECT_EQ(layout.total_workers(), 10);
+  EXPECT_EQ(layout.max_rack_workers(), 5);
+  EXPECT_EQ(layout.worker_index(0, 2), 2);
+  EXPECT_EQ(layout.worker_index(1, 0), 3);
+  EXPECT_EQ(layout.worker_index(2, 1), 9);
+}
+
+TEST(FpBufferPoolTest, ShrinksBackToItsIdleSize) {
+  FpBufferPool pool(/*floats_per_buffer=*/62, /*idle_buffers=*/1);
+  FpBufferPool::Buffer a = pool.Acquire();
+  float* reused = a.get();
+  FpBufferPool::Buffer b = pool.Acquire();  // beyond the idle one: allocated
+  EXPECT_EQ(pool.in_use(), 2u);
+  pool.Release(std::move(a));
+  pool.Release(std::move(b));  // freed: the pool keeps one
+  EXPECT_EQ(pool.in_use(), 0u);
+  FpBufferPool::Buffer c = pool.Acquire();
+  EXPECT_EQ(c.get(), reused);
+  pool.Release(std::move(c));
+}
+
+TEST(SumsTest, BoundsAndOpenRange) {
+  wire::Payload p{};
+  EXPECT_FALSE(HasInt32Bound(p));
+  p[61] = 0x80000000u;
+  EXPECT_TRUE(HasInt32Bound(p));
+  p[61] = 0x7FFFFFFFu;
+  EXPECT_TRUE(HasInt32Bound(p));
+  IntSums sums{};
+  sums[3] = std::numeric_limits<int32_t>::max() - 1;
+  sums[4] = std::numeric_limits<int32_t>::min() + 1;
+  EXPECT_TRUE(SumsFitOpenInt32(sums));
+  sums[4] -= 1;
+  EXPECT_FALSE(SumsFitOpenInt32(sums));
+}
+
+TEST(SumsTest, FloatSumOfNegativeZeroStaysNegative) {
+  float rows[2 * wire::kValuesPerFragment];
+  for (float& v : rows) v = -0.0f;
+  wire::Payload out{};
+  SumFloatRowsInOrder(rows, 2, out);
+  EXPECT_EQ(out[0], std::bit_cast<uint32_t>(-0.0f));
+}
+
+}  // namespace
+}  // namespace atp::ps
