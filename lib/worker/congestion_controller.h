@@ -1,0 +1,124 @@
+// lib/worker/congestion_controller.h: the sending window of one worker queue,
+// AIMD on ECN (ATP-SPEC section 5, "Congestion control").
+//
+// The window is counted in fragments: the engine keeps at most window()
+// fragments unacknowledged (and, separately, never sends a position `slots`
+// or more beyond the lowest unacknowledged one). It starts at
+// `initial_window`, grows by one per acknowledged fragment up to ssthresh
+// (slow start) and then by one per window's worth of acknowledged fragments,
+// i.e. one per round trip (congestion avoidance). An `ecn` mark or a detected
+// loss halves it (ssthresh = window = max(1, window / 2)), at most once per
+// round trip. It never leaves [1, max_window] (max_window = the queue's slots).
+// With Mode::kFixedWindow the window stays at initial_window whatever happens
+// (the simulator's congestion-control-off experiments).
+//
+// Why "once per round trip" is measured on positions and not on a timer:
+// every worker of a job receives the same parameter packets (multicast), so
+// if the controller's inputs are only that ACK stream, every worker computes
+// the same window after the same packets and the windows move together
+// (ATP-SPEC section 5), which is what makes the job's share of a bottleneck
+// fair and its workers' sending rates equal. A local timer (or the local send
+// clock) would differ from worker to worker by microseconds and split the
+// windows. So the controller keeps `send_bound`, computed from the ACK stream
+// only, below which is every position the engine may have sent so far: the
+// positions in [lowest_unacked, next) are either in flight (at most window)
+// or acknowledged out of order (at most largest_acked - lowest_unacked of
+// them), so next <= max(lowest_unacked, largest_acked + 1) + window, and
+// send_bound is the largest value of that right-hand side so far. A
+// reduction opens a "reduction epoch" that ends at the first acknowledgement
+// of a position >= the send_bound at the time of the reduction, i.e. of a
+// fragment that was necessarily sent after the reduction: one round trip
+// later. During the epoch, further ecn marks and losses (which belong to the
+// same congestion event) are ignored and the window does not grow (like TCP
+// NewReno recovery). Retransmission timeouts do not touch the window: they
+// are local timers and would split the windows.
+//
+//   CongestionController cc(config);
+//   cc.OnAck(position, ecn ? EcnMark::kMarked : EcnMark::kNotMarked, lowest_unacked);
+//   while (in_flight < cc.window()) send(next++);
+#ifndef ATP_LIB_WORKER_CONGESTION_CONTROLLER_H_
+#define ATP_LIB_WORKER_CONGESTION_CONTROLLER_H_
+
+#include <cstdint>
+
+namespace atp::worker {
+
+// EcnMark: whether a parameter packet carried the `ecn` flag.
+enum class EcnMark : uint8_t { kNotMarked, kMarked };
+
+class CongestionController {
+ public:
+  enum class Mode : uint8_t {
+    kAimd,         // ATP-SPEC section 5
+    kFixedWindow,  // window = initial_window forever
+  };
+
+  struct Config {
+    Mode mode = Mode::kAimd;
+    uint32_t initial_window = 200;
+    // max_window: the queue's slot count; also the initial ssthresh when
+    // initial_ssthresh is 0.
+    uint32_t max_window = 256;
+    uint32_t initial_ssthresh = 0;  // 0: max_window (no threshold)
+    // Requires 1 <= initial_window <= max_window (the engine validates it).
+  };
+
+  // DebugState: the controller's state, for tests and logs.
+  struct DebugState {
+    Mode mode = Mode::kAimd;
+    uint32_t window = 0;
+    uint32_t ssthresh = 0;
+    bool in_slow_start = false;
+    bool in_reduction_epoch = false;   // no ack at or beyond its end yet
+    uint64_t reduction_epoch_end = 0;  // first position whose ack ends the epoch
+    uint64_t send_bound = 0;
+    uint64_t reductions = 0;           // window halvings done
+    uint64_t ignored_signals = 0;      // ecn/loss signals inside an epoch
+  };
+
+  explicit CongestionController(const Config& config);
+
+  // OnAck: a parameter packet completed `position` (in flight until now);
+  // `lowest_unacked` is the queue's lowest unacknowledged position after it
+  // (the next position to send when nothing is in flight).
+  void OnAck(uint64_t position, EcnMark ecn, uint64_t lowest_unacked);
+
+  // OnLoss: the loss detector declared `position` lost (and it is being
+  // resent). `lowest_unacked` as for OnAck.
+  void OnLoss(uint64_t position, uint64_t lowest_unacked);
+
+  // window: fragments the engine may have in flight (sent, unacknowledged).
+  uint32_t window() const { return window_; }
+  uint32_t ssthresh() const { return ssthresh_; }
+  // send_bound: every position the engine may have sent so far is below it.
+  uint64_t send_bound() const { return send_bound_; }
+  DebugState debug_state() const;
+
+ private:
+  bool InReductionEpoch(uint64_t position) const {
+    return reduced_ && position < reduction_epoch_end_;
+  }
+  // MaybeReduce: halves the window unless `position` belongs to the current
+  // reduction epoch. Returns whether it did.
+  bool MaybeReduce(uint64_t position);
+  void Grow();
+  void UpdateSendBound(uint64_t lowest_unacked);
+  // SendableEnd: what the engine may send up to with this window.
+  uint64_t SendableEnd(uint64_t lowest_unacked) const;
+
+  Config config_;
+  uint32_t window_;
+  uint32_t ssthresh_;
+  uint32_t acked_since_increase_ = 0;  // congestion avoidance counter
+  bool reduced_ = false;               // a reduction has happened
+  bool any_ack_ = false;
+  uint64_t largest_acked_ = 0;
+  uint64_t reduction_epoch_end_ = 0;
+  uint64_t send_bound_;
+  uint64_t reductions_ = 0;
+  uint64_t ignored_signals_ = 0;
+};
+
+}  // namespace atp::worker
+
+#endif  // ATP_LIB_WORKER_CONGESTION_CONTROLLER_H_

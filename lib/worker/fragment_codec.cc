@@ -1,0 +1,51 @@
+#include "lib/worker/fragment_codec.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "atp/quantize.h"
+
+namespace atp::worker {
+namespace {
+
+static_assert(sizeof(float) == sizeof(uint32_t), "fp payloads carry float32 bit patterns");
+static_assert(sizeof(wire::Payload) == wire::kValuesPerFragment * sizeof(int32_t));
+
+// AsInt32: the payload's words as int32. Signed and unsigned variants of one
+// type may alias each other ([basic.lval]), so this is a view, not a copy.
+std::span<int32_t, wire::kValuesPerFragment> AsInt32(wire::Payload& payload) {
+  return std::span<int32_t, wire::kValuesPerFragment>(reinterpret_cast<int32_t*>(payload.data()),
+                                                      wire::kValuesPerFragment);
+}
+std::span<const int32_t, wire::kValuesPerFragment> AsInt32(const wire::Payload& payload) {
+  return std::span<const int32_t, wire::kValuesPerFragment>(
+      reinterpret_cast<const int32_t*>(payload.data()), wire::kValuesPerFragment);
+}
+
+}  // namespace
+
+FragmentEncoding EncodeFragment(std::span<const float> values, double scale,
+                                FragmentEncoding wanted, wire::Payload& payload) {
+  assert(values.size() <= wire::kValuesPerFragment);
+  const size_t n = std::min(values.size(), wire::kValuesPerFragment);
+  std::fill(payload.begin() + static_cast<ptrdiff_t>(n), payload.end(), 0u);
+  if (wanted == FragmentEncoding::kInteger &&
+      Quantize(values.first(n), scale, AsInt32(payload)) == QuantizeOutcome::kExact) {
+    return FragmentEncoding::kInteger;
+  }
+  std::memcpy(payload.data(), values.data(), n * sizeof(float));
+  return FragmentEncoding::kFloat;
+}
+
+void DecodeResult(const wire::AtpMessage& message, double scale, std::span<float> out) {
+  assert(out.size() <= wire::kValuesPerFragment);
+  const size_t n = std::min(out.size(), wire::kValuesPerFragment);
+  if (message.header.fp) {
+    std::memcpy(out.data(), message.payload.data(), n * sizeof(float));
+  } else {
+    Dequantize(AsInt32(message.payload).first(n), scale, out.first(n));
+  }
+}
+
+}  // namespace atp::worker

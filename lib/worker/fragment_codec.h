@@ -1,0 +1,45 @@
+// lib/worker/fragment_codec.h: the data part of a worker's fragments and
+// parameter packets (ATP-SPEC sections 2 and 5): float32 values to a 62-value
+// payload (quantized int32, or float32 bits on the overflow path) and a
+// parameter packet's payload back to float32.
+//
+//   wire::Payload payload;
+//   FragmentEncoding enc = EncodeFragment(values, scale, FragmentEncoding::kInteger, payload);
+//   header.fp = enc == FragmentEncoding::kFloat;
+//   ...
+//   DecodeResult(parameter_packet, scale, output.subspan(offset, n));
+//
+// Pure functions: any thread, no allocation. Encoding the same values twice
+// gives the same payload (atp::Quantize is deterministic and its AVX2 and
+// scalar versions agree bit for bit), which is what lets the engine resend a
+// fragment by encoding the caller's input again instead of keeping a copy.
+#ifndef ATP_LIB_WORKER_FRAGMENT_CODEC_H_
+#define ATP_LIB_WORKER_FRAGMENT_CODEC_H_
+
+#include <cstdint>
+#include <span>
+
+#include "atp/wire.h"
+
+namespace atp::worker {
+
+// FragmentEncoding: how a fragment's payload holds its values.
+enum class FragmentEncoding : uint8_t {
+  kInteger,  // int32 round(x * scale), the switches can add it
+  kFloat,    // float32 bits (`fp`): NaN, infinity, saturation, or an overflow request
+};
+
+// EncodeFragment: writes `values` (at most 62) into `payload`, zero-padding
+// the rest. With `wanted` = kInteger it quantizes and falls back to float32
+// when a value is a NaN, an infinity or saturates; with kFloat it always
+// writes float32 bits. Returns the encoding used (the message's `fp` flag).
+FragmentEncoding EncodeFragment(std::span<const float> values, double scale,
+                                FragmentEncoding wanted, wire::Payload& payload);
+
+// DecodeResult: the first out.size() (at most 62) values of a parameter
+// packet: int32 sums dequantized with `scale`, or float32 bits when `fp`.
+void DecodeResult(const wire::AtpMessage& message, double scale, std::span<float> out);
+
+}  // namespace atp::worker
+
+#endif  // ATP_LIB_WORKER_FRAGMENT_CODEC_H_

@@ -1,0 +1,83 @@
+// lib/worker/worker_queue_config.h: the configuration of one worker queue
+// engine (one per worker, queue and I/O thread; ATP-SPEC sections 3 and 5).
+//
+//   atp::worker::WorkerQueueConfig config;
+//   config.shape = atp::protocol::JobShape::Uniform(/*job=*/7, /*racks=*/2, /*workers=*/4);
+//   config.rack = 1;
+//   config.worker_in_rack = 3;
+//   config.queue = 5;
+//   config.slots = 256;
+//   ATP_RETURN_IF_ERROR(config.Validate());
+#ifndef ATP_LIB_WORKER_WORKER_QUEUE_CONFIG_H_
+#define ATP_LIB_WORKER_WORKER_QUEUE_CONFIG_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "atp/quantize.h"
+#include "atp/time.h"
+#include "atp/wire.h"
+#include "lib/protocol/aggregator_index.h"
+#include "lib/protocol/job_shape.h"
+#include "lib/worker/congestion_controller.h"
+#include "lib/worker/rtt_estimator.h"
+
+namespace atp::worker {
+
+// kMaxSlots: the largest window-slot count. The worker and the PS must use the
+// same value (slot = position mod slots on both sides), so this matches the
+// PS's bound (lib/ps/ps_config.h). Serial-number arithmetic on 20-bit
+// positions needs every live position within half the position space of the
+// expected one: in-flight positions span at most `slots`, and stale parameter
+// packets are at most `slots` behind (the PS keeps one old generation).
+inline constexpr uint32_t kMaxSlots = 1u << 16;
+static_assert(2 * uint64_t{kMaxSlots} <= (uint64_t{1} << wire::kQueueShift) / 2,
+              "positions in flight and stale ones must stay within half the 20-bit space");
+
+struct WorkerQueueConfig {
+  using CongestionControl = CongestionController::Mode;
+
+  // shape: the job's racks and workers (the job id is shape.job).
+  protocol::JobShape shape;
+  // rack / worker_in_rack: this worker's place in the shape.
+  int rack = 0;
+  int worker_in_rack = 0;
+  // queue: this engine's queue index, 0..15 (the top 4 bits of seq).
+  uint32_t queue = 0;
+  // slots: window slots of the queue: a power of two in
+  // [initial_window, kMaxSlots]; the same value as the PS's. Also the largest
+  // window congestion control may reach.
+  uint32_t slots = 256;
+  // scale: quantization factor (x * scale rounded to int32), the job's value.
+  double scale = kDefaultScale;
+  protocol::IndexPolicy index_policy = protocol::IndexPolicy::kHashed;
+  // initial_window: fragments in flight at start, 1..slots (the fixed window
+  // when congestion_control is kFixedWindow).
+  uint32_t initial_window = 200;
+  CongestionControl congestion_control = CongestionControl::kAimd;
+  // Retransmission timeout (see RttEstimator): floor, value before the first
+  // sample, ceiling, and the factor per consecutive timeout.
+  TimeDelta rto_floor = TimeDelta::FromMilliseconds(1);
+  TimeDelta initial_rto = TimeDelta::FromMilliseconds(20);
+  TimeDelta max_rto = TimeDelta::FromSeconds(1);
+  double rto_backoff = 2.0;
+
+  // Validate: the shape is valid and every field is in range; the message
+  // names the offending field ("WorkerQueueConfig.slots: ...").
+  absl::Status Validate() const;
+
+  RttEstimator::Config rtt_config() const {
+    return RttEstimator::Config{.rto_floor = rto_floor,
+                                .initial_rto = initial_rto,
+                                .max_rto = max_rto,
+                                .rto_backoff = rto_backoff};
+  }
+  CongestionController::Config cc_config() const {
+    return CongestionController::Config{
+        .mode = congestion_control, .initial_window = initial_window, .max_window = slots};
+  }
+};
+
+}  // namespace atp::worker
+
+#endif  // ATP_LIB_WORKER_WORKER_QUEUE_CONFIG_H_

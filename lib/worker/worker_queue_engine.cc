@@ -1,0 +1,273 @@
+#include "lib/worker/worker_queue_engine.h"
+
+#include <algorithm>
+#include <cassert>
+#include <utility>
+
+#include "atp/status_macros.h"
+#include "lib/protocol/aggregator_index.h"
+#include "lib/worker/fragment_codec.h"
+
+namespace atp::worker {
+namespace {
+
+constexpr uint64_t kValuesPerFragment = wire::kValuesPerFragment;
+constexpr uint64_t kPositionSpace = uint64_t{1} << wire::kQueueShift;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerQueueEngine>> WorkerQueueEngine::Create(
+    WorkerQueueConfig config) {
+  ATP_RETURN_IF_ERROR(config.Validate());
+  return std::unique_ptr<WorkerQueueEngine>(new WorkerQueueEngine(std::move(config)));
+}
+
+WorkerQueueEngine::WorkerQueueEngine(WorkerQueueConfig config)
+    : config_(std::move(config)),
+      slot_mask_(config_.slots - 1),
+      slots_(config_.slots),
+      resend_ring_(config_.slots),
+      rtt_(config_.rtt_config()),
+      cc_(config_.cc_config()) {
+  header_template_.job = config_.shape.job;
+  header_template_.bitmap0 = uint32_t{1} << config_.worker_in_rack;
+  header_template_.bitmap1 = uint32_t{1} << config_.rack;
+  header_template_.fan_in0 = static_cast<uint8_t>(config_.shape.workers_in_rack(config_.rack));
+  header_template_.fan_in1 = static_cast<uint8_t>(config_.shape.racks());
+  header_template_.edge = false;
+  header_template_.collision = false;
+  header_template_.ecn = false;
+  header_template_.ack = false;
+  for (uint32_t s = 0; s < config_.slots; ++s) {
+    slots_[s].aggregator = protocol::InitialAggregatorIndex(
+        config_.index_policy, config_.shape.job, config_.queue, s, config_.slots);
+  }
+}
+
+WorkerQueueEngine::~WorkerQueueEngine() = default;
+
+absl::StatusOr<OperationId> WorkerQueueEngine::Enqueue(std::span<const float> input,
+                                                       std::span<float> output) {
+  if (input.size() != output.size()) {
+    return absl::InvalidArgumentError("WorkerQueueEngine::Enqueue: input and output sizes differ");
+  }
+  PopCompletedOperations();
+  Operation& op = ops_.emplace_back();
+  op.id = next_op_id_++;
+  op.input = input;
+  op.output = output;
+  op.first_position = assigned_end_;
+  op.fragments = (input.size() + kValuesPerFragment - 1) / kValuesPerFragment;
+  assigned_end_ += op.fragments;
+  // Room for every completion that can happen before the next
+  // CollectCompletions, so the packet path never grows the vector.
+  if (op.fragments == 0) {
+    completions_.push_back(op.id);
+    ++counters_.operations_completed;
+  } else {
+    ++operations_not_done_;
+  }
+  completions_.reserve(completions_.size() + operations_not_done_);
+  return op.id;
+}
+
+void WorkerQueueEngine::PopCompletedOperations() {
+  // Every fragment of a done operation is acknowledged, so no slot in flight
+  // and no queued resend refers to it any more.
+  while (!ops_.empty() && ops_.front().done()) {
+    ops_.pop_front();
+    if (send_cursor_ > 0) --send_cursor_;
+  }
+}
+
+WorkerQueueEngine::Operation& WorkerQueueEngine::OperationForNextSend() {
+  while (ops_[send_cursor_].end_position() <= next_send_) ++send_cursor_;
+  return ops_[send_cursor_];
+}
+
+bool WorkerQueueEngine::MaySendNew() const {
+  // The window bounds the fragments in flight; the slots bound the span
+  // [expected_, next_send_], so the slot of next_send_ is free: its previous
+  // position, next_send_ - slots, is below expected_ (acknowledged).
+  return next_send_ < assigned_end_ && in_flight_ < cc_.window() &&
+         next_send_ < expected_ + config_.slots;
+}
+
+bool WorkerQueueEngine::WantsToSend() const { return resend_count_ > 0 || MaySendNew(); }
+
+TimePoint WorkerQueueEngine::NextDeadline() const {
+  return in_flight_ > 0 ? rto_deadline_ : TimePoint::Infinite();
+}
+
+void WorkerQueueEngine::QueueResend(uint64_t position, ResendCause cause) {
+  Slot& slot = SlotOf(position);
+  assert(slot.state == SlotState::kInFlight && slot.position == position);
+  if (slot.resend_queued) {
+    // Already queued: an overflow request still has to be counted as such.
+    if (cause == ResendCause::kOverflow) slot.resend_cause = cause;
+    return;
+  }
+  assert(resend_count_ < resend_ring_.size());
+  resend_ring_[(resend_head_ + resend_count_) & slot_mask_] = position;
+  ++resend_count_;
+  slot.resend_queued = true;
+  slot.resend_cause = cause;
+}
+
+void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
+  ++counters_.timeouts;
+  rtt_.OnTimeout();
+  for (uint64_t p = expected_; p < next_send_; ++p) {
+    if (SlotOf(p).state == SlotState::kInFlight) QueueResend(p, ResendCause::kTimeout);
+  }
+  loss_.OnTimeout(expected_, cc_.send_bound());
+  rto_deadline_ = now + rtt_.Rto();
+}
+
+void WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission,
+                                     wire::AtpMessage& out) const {
+  const Operation& op = *slot.op;
+  const uint64_t offset = (slot.position - op.first_position) * kValuesPerFragment;
+  const size_t count = static_cast<size_t>(
+      std::min<uint64_t>(kValuesPerFragment, op.input.size() - offset));
+  out.header = header_template_;
+  out.header.seq = wire::MakeSeq(config_.queue, static_cast<uint32_t>(slot.position));
+  out.header.aggregator = slot.aggregator;
+  out.header.resend = transmission == Transmission::kResend;
+  FragmentEncoding wanted =
+      slot.send_as_float ? FragmentEncoding::kFloat : FragmentEncoding::kInteger;
+  out.header.fp = EncodeFragment(op.input.subspan(offset, count), config_.scale, wanted,
+                                 out.payload) == FragmentEncoding::kFloat;
+}
+
+size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage> out) {
+  if (in_flight_ > 0 && now >= rto_deadline_) OnRetransmissionTimeout(now);
+  size_t n = 0;
+  while (n < out.size() && resend_count_ > 0) {
+    const uint64_t position = resend_ring_[resend_head_];
+    resend_head_ = (resend_head_ + 1) & slot_mask_;
+    --resend_count_;
+    Slot& slot = SlotOf(position);
+    if (!slot.resend_queued || slot.position != position) continue;
+    slot.resend_queued = false;
+    if (slot.state != SlotState::kInFlight) continue;
+    slot.resent = true;
+    BuildMessage(slot, Transmission::kResend, out[n++]);
+    switch (slot.resend_cause) {
+      case ResendCause::kLoss: ++counters_.resends_loss; break;
+      case ResendCause::kTimeout: ++counters_.resends_timeout; break;
+      case ResendCause::kOverflow: ++counters_.resends_overflow; break;
+    }
+  }
+  while (n < out.size() && MaySendNew()) {
+    Operation& op = OperationForNextSend();
+    Slot& slot = SlotOf(next_send_);
+    assert(slot.state == SlotState::kFree);
+    slot.position = next_send_;
+    slot.op = &op;
+    slot.sent_time = now;
+    slot.state = SlotState::kInFlight;
+    slot.resent = false;
+    slot.send_as_float = false;
+    slot.resend_queued = false;
+    BuildMessage(slot, Transmission::kFirst, out[n]);
+    ++counters_.fragments_sent;
+    if (out[n].header.fp) ++counters_.fp_fragments_sent;
+    ++n;
+    if (in_flight_ == 0) rto_deadline_ = now + rtt_.Rto();
+    ++in_flight_;
+    ++next_send_;
+  }
+  return n;
+}
+
+void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimePoint now) {
+  const wire::AtpHeader& h = message.header;
+  if (!h.ack || h.job != config_.shape.job || h.queue() != config_.queue) {
+    ++counters_.ignored_foreign;
+    return;
+  }
+  // Serial-number arithmetic: the position at or after expected_ whose low
+  // 20 bits match. Everything in flight is within `slots` of expected_, and a
+  // stale packet (below expected_) maps to a position >= next_send_.
+  const uint64_t delta = (h.position() - expected_) & (kPositionSpace - 1);
+  const uint64_t position = expected_ + delta;
+  if (position >= next_send_) {
+    ++counters_.ignored_unknown_seq;
+    return;
+  }
+  Slot& slot = SlotOf(position);
+  if (slot.state != SlotState::kInFlight || slot.position != position) {
+    ++counters_.ignored_unknown_seq;  // a duplicate of a completed fragment
+    return;
+  }
+
+  if (h.IsOverflowRequest()) {
+    ++counters_.overflow_requests;
+    slot.send_as_float = true;
+    QueueResend(position, ResendCause::kOverflow);
+    return;
+  }
+
+  // The result.
+  Operation& op = *slot.op;
+  const uint64_t offset = (position - op.first_position) * kValuesPerFragment;
+  const size_t count =
+      static_cast<size_t>(std::min<uint64_t>(kValuesPerFragment, op.output.size() - offset));
+  DecodeResult(message, config_.scale, op.output.subspan(offset, count));
+  ++counters_.parameter_packets;
+  if (h.collision) {
+    // The next fragment of this slot (position + slots) uses the new index;
+    // every worker gets it from this same packet before it may send that one.
+    slot.aggregator = h.NewAggregatorIndex();
+    ++counters_.collisions_seen;
+  }
+  if (h.ecn) ++counters_.ecn_marks;
+  if (!slot.resent) rtt_.OnSample(now - slot.sent_time);
+
+  slot.state = SlotState::kAcked;
+  --in_flight_;
+  if (++op.acked == op.fragments) {
+    assert(completions_.size() < completions_.capacity());
+    completions_.push_back(op.id);  // capacity reserved by Enqueue
+    --operations_not_done_;
+    ++counters_.operations_completed;
+  }
+  while (expected_ < next_send_ && SlotOf(expected_).state == SlotState::kAcked) {
+    SlotOf(expected_).state = SlotState::kFree;
+    ++expected_;
+  }
+
+  cc_.OnAck(position, h.ecn ? EcnMark::kMarked : EcnMark::kNotMarked, expected_);
+  if (loss_.OnAck(position, expected_, cc_.send_bound()) == LossVerdict::kLost) {
+    ++counters_.loss_events;
+    cc_.OnLoss(expected_, expected_);
+    QueueResend(expected_, ResendCause::kLoss);
+  }
+  // RFC 6298 (5.3): restart the timer on an acknowledgement of new data.
+  rto_deadline_ = in_flight_ > 0 ? now + rtt_.Rto() : TimePoint::Infinite();
+}
+
+size_t WorkerQueueEngine::CollectCompletions(std::span<OperationId> out) {
+  const size_t n = std::min(out.size(), completions_.size());
+  std::copy_n(completions_.begin(), n, out.begin());
+  completions_.erase(completions_.begin(), completions_.begin() + static_cast<ptrdiff_t>(n));
+  PopCompletedOperations();
+  return n;
+}
+
+WorkerQueueStats WorkerQueueEngine::stats() const {
+  WorkerQueueStats s = counters_;
+  s.window = cc_.window();
+  s.ssthresh = cc_.ssthresh();
+  s.in_flight = in_flight_;
+  s.lowest_unacked = expected_;
+  s.next_position = next_send_;
+  s.queued_positions = assigned_end_ - next_send_;
+  s.srtt = rtt_.srtt();
+  s.rttvar = rtt_.rttvar();
+  s.rto = rtt_.Rto();
+  return s;
+}
+
+}  // namespace atp::worker

@@ -1,0 +1,230 @@
+// lib/worker/worker_queue_engine.h: the worker side of ATP for one queue
+// (ATP-SPEC section 5): splits operations into fragments, quantizes them,
+// sends them through a window, takes parameter packets back as results and
+// acknowledgements, detects losses and timeouts and resends.
+//
+// One engine per worker, job and queue, driven by one I/O thread; it is not
+// thread-safe. It is pure: it never reads a clock (every call that needs the
+// time takes `now`), never touches a transport (messages go out through
+// CollectSends), and never allocates on the per-packet path (slot state is
+// allocated at Create; Enqueue and CollectCompletions are control path).
+//
+//   ATP_ASSIGN_OR_RETURN(auto engine, WorkerQueueEngine::Create(config));
+//   ATP_ASSIGN_OR_RETURN(OperationId op, engine->Enqueue(gradient, result));
+//   std::array<wire::AtpMessage, 32> burst;
+//   for (;;) {
+//     TimePoint now = clock.Now();
+//     for (const wire::AtpMessage& m : received) engine->OnParameterPacket(m, now);
+//     size_t n = engine->CollectSends(now, burst);   // hand burst[0..n) to the transport
+//     std::array<OperationId, 16> done;
+//     size_t k = engine->CollectCompletions(done);   // results are in place
+//     sleep_until(min(engine->NextDeadline(), next packet));
+//   }
+//
+// Positions: operations get consecutive positions of the queue's stream, in
+// Enqueue order; a position p uses window slot p mod slots and travels as
+// seq = MakeSeq(queue, p mod 2^20). Positions are 64-bit inside the engine;
+// a parameter packet's 20-bit position is mapped back relative to the lowest
+// unacknowledged position (serial-number arithmetic), which is unambiguous
+// because fewer than `slots` <= 2^16 positions are ever in flight.
+//
+// Window: a new position is sent only while fewer than `window` fragments
+// are in flight (the congestion controller's window, at most `slots`), and
+// position p + slots only after p is acknowledged, so a slot holds one
+// fragment at a time. Counting fragments in flight (not the span from the
+// lowest unacknowledged position) keeps parameter packets flowing past a
+// lost fragment, so loss detection works with windows as small as 2.
+// Resends are not limited by the window (their positions are in flight).
+//
+// Resends re-encode the fragment from the caller's input instead of keeping a
+// copy: the input must stay unchanged until its operation completes (that is
+// already the Enqueue contract), quantization is deterministic (scalar and
+// AVX2 agree bit for bit), so the data is exactly the same, and the engine
+// saves a 248-byte copy per fragment sent plus slots x 248 bytes of memory. A
+// slot remembers only whether it must now be sent as float32 (after an
+// overflow request).
+#ifndef ATP_LIB_WORKER_WORKER_QUEUE_ENGINE_H_
+#define ATP_LIB_WORKER_WORKER_QUEUE_ENGINE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "atp/time.h"
+#include "atp/wire.h"
+#include "lib/worker/congestion_controller.h"
+#include "lib/worker/loss_detector.h"
+#include "lib/worker/rtt_estimator.h"
+#include "lib/worker/worker_queue_config.h"
+
+namespace atp::worker {
+
+// OperationId: names one Enqueue of one engine; 1, 2, 3, ... in Enqueue order.
+using OperationId = uint64_t;
+
+// WorkerQueueStats: counters (since Create) and the current state.
+struct WorkerQueueStats {
+  // Sends.
+  uint64_t fragments_sent = 0;       // first transmissions
+  uint64_t fp_fragments_sent = 0;    // of those, sent as float32 (NaN, inf, saturation)
+  uint64_t resends_loss = 0;         // resends after 3 out-of-order parameter packets
+  uint64_t resends_timeout = 0;      // resends after a retransmission timeout
+  uint64_t resends_overflow = 0;     // float32 resends answering an overflow request
+  // Parameter packets.
+  uint64_t parameter_packets = 0;    // completed an in-flight fragment
+  uint64_t overflow_requests = 0;    // overflow requests for an in-flight fragment
+  uint64_t collisions_seen = 0;      // completions carrying a new aggregator index
+  uint64_t ecn_marks = 0;            // completions with `ecn`
+  uint64_t ignored_unknown_seq = 0;  // position not in flight (stale, duplicate, never sent)
+  uint64_t ignored_foreign = 0;      // not a parameter packet, or another job or queue
+  // Events.
+  uint64_t loss_events = 0;          // positions declared lost by reordering
+  uint64_t timeouts = 0;             // retransmission timeouts
+  uint64_t operations_completed = 0;
+  // State now.
+  uint32_t window = 0;
+  uint32_t ssthresh = 0;
+  uint64_t in_flight = 0;            // sent, not acknowledged
+  uint64_t lowest_unacked = 0;       // the expected position
+  uint64_t next_position = 0;        // the next position to send for the first time
+  uint64_t queued_positions = 0;     // enqueued, not yet sent
+  TimeDelta srtt;
+  TimeDelta rttvar;
+  TimeDelta rto;
+};
+
+class WorkerQueueEngine {
+ public:
+  // Create: validates `config` (absl::InvalidArgumentError naming the field)
+  // and allocates the slot state.
+  static absl::StatusOr<std::unique_ptr<WorkerQueueEngine>> Create(WorkerQueueConfig config);
+
+  WorkerQueueEngine(const WorkerQueueEngine&) = delete;
+  WorkerQueueEngine& operator=(const WorkerQueueEngine&) = delete;
+  ~WorkerQueueEngine();
+
+  // Enqueue: aggregate `input` (float32 values) with the same operation of the
+  // job's other workers; the result goes to `output`. Both spans must have the
+  // same size (else InvalidArgumentError), are owned by the caller, must stay
+  // alive until the operation completes, and `input` must not change until
+  // then (resends encode it again). Output values are written as their
+  // fragments complete: the dequantized int32 sum, or the float32 sum after
+  // the overflow path. The input is cut into ceil(size / 62) fragments (the
+  // last zero-padded) that take the queue's next positions. An empty input
+  // completes at once. Control path: may allocate (amortized).
+  absl::StatusOr<OperationId> Enqueue(std::span<const float> input, std::span<float> output);
+
+  // OnParameterPacket: a message received on this queue. A parameter packet
+  // for an in-flight position stores its result, frees the slot (taking a new
+  // aggregator index when `collision` is set), feeds RTT, loss detection and
+  // congestion control, and may queue a resend; an overflow request queues a
+  // float32 resend. Anything else (another job or queue, not `ack`, a
+  // position not in flight) is counted and ignored.
+  void OnParameterPacket(const wire::AtpMessage& message, TimePoint now);
+
+  // CollectSends: the messages to send now, written to out[0..n), n returned.
+  // First handles an expired retransmission timeout (NextDeadline() <= now),
+  // then writes queued resends, then new fragments while the window allows.
+  // What does not fit in `out` stays queued for the next call (see
+  // WantsToSend).
+  size_t CollectSends(TimePoint now, std::span<wire::AtpMessage> out);
+
+  // WantsToSend: CollectSends would write at least one message now (ignoring
+  // timeouts: see NextDeadline).
+  bool WantsToSend() const;
+
+  // NextDeadline: when the retransmission timer fires (call CollectSends at
+  // or after it), or TimePoint::Infinite() when nothing is in flight.
+  TimePoint NextDeadline() const;
+
+  // CollectCompletions: ids of operations completed since the last call, in
+  // completion order, written to out[0..n), n returned; the rest stay for the
+  // next call. Their outputs are complete. Control path.
+  size_t CollectCompletions(std::span<OperationId> out);
+
+  WorkerQueueStats stats() const;
+  const WorkerQueueConfig& config() const { return config_; }
+  RttEstimator::DebugState rtt_debug_state() const { return rtt_.debug_state(); }
+  CongestionController::DebugState cc_debug_state() const { return cc_.debug_state(); }
+  LossDetector::DebugState loss_debug_state() const { return loss_.debug_state(); }
+
+ private:
+  enum class SlotState : uint8_t { kFree, kInFlight, kAcked };
+  enum class ResendCause : uint8_t { kLoss, kTimeout, kOverflow };
+  enum class Transmission : uint8_t { kFirst, kResend };
+
+  struct Operation {
+    OperationId id = 0;
+    std::span<const float> input;
+    std::span<float> output;
+    uint64_t first_position = 0;
+    uint64_t fragments = 0;
+    uint64_t acked = 0;
+
+    uint64_t end_position() const { return first_position + fragments; }
+    bool done() const { return acked == fragments; }
+  };
+
+  // Slot: one window slot; `position` is the fragment it holds (or held).
+  struct Slot {
+    uint64_t position = 0;
+    Operation* op = nullptr;  // stable: ops_ is a deque, popped only when done
+    TimePoint sent_time;      // first transmission (for RTT samples)
+    uint16_t aggregator = 0;  // the slot's current aggregator index
+    SlotState state = SlotState::kFree;
+    bool resent = false;      // sent more than once: no RTT sample (Karn)
+    bool send_as_float = false;
+    bool resend_queued = false;
+    ResendCause resend_cause = ResendCause::kLoss;
+  };
+
+  explicit WorkerQueueEngine(WorkerQueueConfig config);
+
+  Slot& SlotOf(uint64_t position) { return slots_[position & slot_mask_]; }
+  const Slot& SlotOf(uint64_t position) const { return slots_[position & slot_mask_]; }
+  bool MaySendNew() const;
+  void QueueResend(uint64_t position, ResendCause cause);
+  void OnRetransmissionTimeout(TimePoint now);
+  void BuildMessage(const Slot& slot, Transmission transmission, wire::AtpMessage& out) const;
+  Operation& OperationForNextSend();
+  void PopCompletedOperations();
+
+  WorkerQueueConfig config_;
+  wire::AtpHeader header_template_;
+  uint64_t slot_mask_;
+  std::vector<Slot> slots_;
+  // Resend FIFO: a ring of positions, each in flight and queued at most once.
+  std::vector<uint64_t> resend_ring_;
+  size_t resend_head_ = 0;
+  size_t resend_count_ = 0;
+
+  RttEstimator rtt_;
+  CongestionController cc_;
+  LossDetector loss_;
+  TimePoint rto_deadline_ = TimePoint::Infinite();
+
+  // Positions: [0, expected_) acknowledged; [expected_, next_send_) in flight
+  // or acknowledged out of order; [next_send_, assigned_end_) enqueued.
+  uint64_t expected_ = 0;
+  uint64_t next_send_ = 0;
+  uint64_t assigned_end_ = 0;
+  uint64_t in_flight_ = 0;
+
+  std::deque<Operation> ops_;  // not yet popped, in Enqueue order
+  size_t send_cursor_ = 0;     // index in ops_ of the op holding next_send_
+  OperationId next_op_id_ = 1;
+  uint64_t operations_not_done_ = 0;
+  // Completed, not yet collected; capacity reserved by Enqueue so that the
+  // packet path never reallocates.
+  std::vector<OperationId> completions_;
+
+  WorkerQueueStats counters_;
+};
+
+}  // namespace atp::worker
+
+#endif  // ATP_LIB_WORKER_WORKER_QUEUE_ENGINE_H_

@@ -1,0 +1,113 @@
+#include "lib/worker/rtt_estimator.h"
+
+#include "gtest/gtest.h"
+
+namespace atp::worker {
+namespace {
+
+TimeDelta Us(int64_t us) { return TimeDelta::FromMicroseconds(us); }
+TimeDelta Ms(int64_t ms) { return TimeDelta::FromMilliseconds(ms); }
+
+RttEstimator::Config TestConfig() {
+  return RttEstimator::Config{
+      .rto_floor = Ms(1), .initial_rto = Ms(10), .max_rto = Ms(100), .rto_backoff = 2.0};
+}
+
+TEST(RttEstimatorTest, InitialRtoBeforeAnySample) {
+  RttEstimator rtt(TestConfig());
+  EXPECT_FALSE(rtt.has_sample());
+  EXPECT_EQ(rtt.Rto(), Ms(10));
+}
+
+TEST(RttEstimatorTest, FirstSampleSetsSrttAndHalfVariance) {
+  RttEstimator rtt(TestConfig());
+  rtt.OnSample(Ms(4));
+  EXPECT_EQ(rtt.srtt(), Ms(4));
+  EXPECT_EQ(rtt.rttvar(), Ms(2));
+  EXPECT_EQ(rtt.Rto(), Ms(4) + Ms(2) * 4);
+}
+
+TEST(RttEstimatorTest, LaterSamplesFollowRfc6298) {
+  RttEstimator rtt(TestConfig());
+  rtt.OnSample(Ms(4));
+  rtt.OnSample(Ms(8));
+  // rttvar = 3/4 * 2 + 1/4 * |4 - 8| = 2.5 ms; srtt = 7/8 * 4 + 1/8 * 8 = 4.5 ms.
+  EXPECT_EQ(rtt.rttvar(), Us(2500));
+  EXPECT_EQ(rtt.srtt(), Us(4500));
+  EXPECT_EQ(rtt.Rto(), Us(4500 + 4 * 2500));
+  RttEstimator::DebugState state = rtt.debug_state();
+  EXPECT_EQ(state.samples, 2u);
+  EXPECT_EQ(state.min_rtt, Ms(4));
+  EXPECT_EQ(state.latest_rtt, Ms(8));
+}
+
+TEST(RttEstimatorTest, Rule_RtoBackoffAndFloor) {
+  RttEstimator rtt(TestConfig());
+  // Floor: a 10 us round trip gives srtt + 4 rttvar = 30 us, below the 1 ms floor.
+  rtt.OnSample(Us(10));
+  EXPECT_EQ(rtt.Rto(), Ms(1));
+  // Backoff: doubles per consecutive timeout...
+  rtt.OnTimeout();
+  EXPECT_EQ(rtt.Rto(), Ms(2));
+  rtt.OnTimeout();
+  EXPECT_EQ(rtt.Rto(), Ms(4));
+  // ... up to max_rto.
+  for (int i = 0; i < 100; ++i) rtt.OnTimeout();
+  EXPECT_EQ(rtt.Rto(), Ms(100));
+  EXPECT_EQ(rtt.debug_state().rto, Ms(100));
+  // A new sample resets the backoff.
+  rtt.OnSample(Us(10));
+  EXPECT_EQ(rtt.debug_state().timeouts, 0u);
+  EXPECT_EQ(rtt.Rto(), Ms(1));
+}
+
+TEST(RttEstimatorTest, InitialRtoBacksOffToo) {
+  RttEstimator rtt(TestConfig());
+  rtt.OnTimeout();
+  EXPECT_EQ(rtt.Rto(), Ms(20));
+}
+
+TEST(RttEstimatorTest, BackoffFactorIsConfigurable) {
+  RttEstimator::Config config = TestConfig();
+  config.rto_backoff = 1.5;
+  RttEstimator rtt(config);
+  rtt.OnTimeout();
+  EXPECT_EQ(rtt.Rto(), Ms(15));
+}
+
+TEST(RttEstimatorTest, LargeRttCappedAtMaxRto) {
+  RttEstimator rtt(TestConfig());
+  rtt.OnSample(Ms(500));
+  EXPECT_EQ(rtt.Rto(), Ms(100));
+}
+
+TEST(RttEstimatorTest, NegativeSampleIgnored) {
+  RttEstimator rtt(TestConfig());
+  rtt.OnSample(Us(-5));
+  EXPECT_FALSE(rtt.has_sample());
+  EXPECT_EQ(rtt.Rto(), Ms(10));
+}
+
+TEST(RttEstimatorTest, ValidateNamesTheField) {
+  RttEstimator::Config config = TestConfig();
+  EXPECT_TRUE(config.Validate().ok());
+
+  config = TestConfig();
+  config.rto_floor = TimeDelta::Zero();
+  EXPECT_NE(config.Validate().message().find("rto_floor"), std::string::npos);
+
+  config = TestConfig();
+  config.initial_rto = Us(500);
+  EXPECT_NE(config.Validate().message().find("initial_rto"), std::string::npos);
+
+  config = TestConfig();
+  config.max_rto = Ms(5);
+  EXPECT_NE(config.Validate().message().find("max_rto"), std::string::npos);
+
+  config = TestConfig();
+  config.rto_backoff = 0.5;
+  EXPECT_NE(config.Validate().message().find("rto_backoff"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace atp::worker
