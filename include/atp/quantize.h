@@ -26,20 +26,35 @@ enum class QuantizeOutcome : uint8_t {
   kNeedsFloat,  // a NaN, an infinity or a saturated value: send as fp
 };
 
-// Quantize: out[i] = saturate(round(in[i] * scale)) for i < in.size(); out must
-// be at least as long as in, and the rest of out is left untouched. NaN
-// quantizes to 0. Any thread; no allocation.
+// Quantize: out[i] = saturate(round_half_even(double(in[i]) * scale)) for
+// i < in.size(); the rest of out is left untouched. NaN quantizes to 0, +inf
+// and anything rounding to >= INT32_MAX to INT32_MAX, -inf and anything
+// rounding to <= INT32_MIN to INT32_MIN; any of these makes the outcome
+// kNeedsFloat (a bound itself counts: the int path carries only values strictly
+// inside the range, so a switch's saturated sum signals overflow).
+// Preconditions, not checked (this is the per-fragment path):
+//   - scale > 0 and finite;
+//   - out.size() >= in.size();
+//   - in and out do not overlap.
+// Ties round to even whatever the FP rounding mode; the product itself is an
+// ordinary IEEE multiply in the current mode (round-to-nearest unless the
+// program changed it). Any thread; no allocation.
 QuantizeOutcome Quantize(std::span<const float> in, double scale, std::span<int32_t> out);
 
-// Dequantize: out[i] = float(double(in[i]) / scale). out at least as long as in.
+// Dequantize: out[i] = float(double(in[i]) / scale) for i < in.size(): a
+// division, one correctly rounded operation (see quantize.cc for why not a
+// multiplication by 1 / scale). Same preconditions as Quantize. Any thread; no
+// allocation.
 void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out);
 
-// The two implementations behind the dispatchers, for tests and benchmarks.
-// The AVX2 ones must only be called when HasAvx2() is true.
+// The two implementations behind the dispatchers, for tests and benchmarks;
+// bit-identical in every rounding mode. The AVX2 ones must only be called when
+// HasAvx2() is true.
 QuantizeOutcome QuantizeScalar(std::span<const float> in, double scale, std::span<int32_t> out);
 QuantizeOutcome QuantizeAvx2(std::span<const float> in, double scale, std::span<int32_t> out);
 void DequantizeScalar(std::span<const int32_t> in, double scale, std::span<float> out);
 void DequantizeAvx2(std::span<const int32_t> in, double scale, std::span<float> out);
+// HasAvx2: whether this CPU and OS support AVX2 (asked once, then cached).
 bool HasAvx2();
 
 }  // namespace atp
