@@ -82,9 +82,11 @@ function(atp_cc_test)
   endif()
   # PRE_TEST: tests are listed when ctest runs, so sanitizer builds do not run
   # every test binary at build time.
+  # A list inside PROPERTIES must be escaped, or each test keeps only its first label.
+  string(REPLACE ";" "\\;" labels "${ARG_LABELS}")
   gtest_discover_tests(${ARG_NAME}
       DISCOVERY_MODE PRE_TEST
-      PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT} ${ARG_PROPERTIES})
+      PROPERTIES LABELS "${labels}" TIMEOUT ${ARG_TIMEOUT} ${ARG_PROPERTIES})
 endfunction()
 
 function(atp_cc_benchmark)

@@ -1,0 +1,253 @@
+#include "examples/atp_sim/options.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+
+ABSL_FLAG(int, workers, 4, "Workers per job, 1..1024 (at most 32 per rack per job).");
+ABSL_FLAG(int, racks, 1,
+          "Worker racks, 1..32. With one rack the PS hosts share its ToR; with more, they get a "
+          "rack of their own behind a core switch and their ToR aggregates at level 2.");
+ABSL_FLAG(int, jobs, 1, "Concurrent jobs, 1..255: ids 1..J, each with --workers workers and its "
+                        "own PS host, sharing every switch's aggregators.");
+ABSL_FLAG(int64_t, aggregators, 4096, "Aggregators per switch, 1..16777216.");
+ABSL_FLAG(double, loss, 0.0,
+          "Random loss probability per frame on every link (both directions), 0..1; "
+          "0.01 is 1%.");
+ABSL_FLAG(double, tensor_mb, 1.0,
+          "Tensor size per worker and iteration, in MiB of float32 (> 0; 1 MiB = 262144 values).");
+ABSL_FLAG(int, iterations, 1, "Allreduce operations each worker runs back to back, >= 1.");
+ABSL_FLAG(uint64_t, seed, 1, "Seed of the run: inputs and every link filter. Same seed, same run.");
+ABSL_FLAG(std::string, allocation, "dynamic",
+          "Aggregator allocation: 'dynamic' (every job hashes over the whole array) or 'static' "
+          "(each job only its equal slice of each switch).");
+ABSL_FLAG(std::string, cc, "on",
+          "Congestion control: 'on' (AIMD on ECN) or 'off' (fixed window of --window).");
+ABSL_FLAG(bool, json, false, "Print one JSON object instead of the table.");
+ABSL_FLAG(int, queues, 1, "Queues (I/O threads) per worker, 1..16; a tensor is split over them.");
+ABSL_FLAG(double, link_gbps, 100.0, "Bandwidth of every link, Gb/s (> 0).");
+ABSL_FLAG(double, delay_us, 1.0, "Propagation delay of every link, microseconds (>= 0).");
+ABSL_FLAG(int, queue_frames, 8192,
+          "Egress queue capacity of every port (and host NIC), frames (tail drop), >= 1. "
+          "8192 frames are 2.7 MB.");
+ABSL_FLAG(int, ecn_threshold, 64,
+          "Switch ECN threshold: frames are marked when the egress queue holds more, >= 0.");
+ABSL_FLAG(std::string, levels, "two",
+          "Which switches aggregate: 'two' (rack ToRs at level 1, the PS's ToR at level 2), "
+          "'rack' (rack ToRs only) or 'none' (forward only: the PS does all the work).");
+ABSL_FLAG(std::string, index, "hash",
+          "Initial aggregator index of a window slot: 'hash' of (job, queue, slot), or "
+          "'sequential' (the same for every job: the collision-prone bad case).");
+ABSL_FLAG(std::string, placement, "spread",
+          "Where each job's workers go: 'spread' (evenly over every rack) or 'pack' (as few "
+          "racks as possible, jobs starting at different racks).");
+ABSL_FLAG(int, slots, 256, "Window slots per queue: a power of two, 1..65536, >= --window.");
+ABSL_FLAG(int, window, 200, "Initial window per queue, fragments (the fixed window with --cc=off).");
+ABSL_FLAG(double, orphan_timeout_ms, 10.0, "Switch orphan timeout, milliseconds (> 0).");
+ABSL_FLAG(double, reorder, 0.0,
+          "Fraction of frames on every link held back by up to --reorder_delay_us, 0..1.");
+ABSL_FLAG(double, reorder_delay_us, 20.0, "Largest extra delay of a reordered frame, microseconds.");
+ABSL_FLAG(double, duplicate, 0.0, "Fraction of frames duplicated on every link, 0..1.");
+ABSL_FLAG(double, corrupt, 0.0,
+          "Fraction of frames with one corrupted header byte on every link, 0..1 (receivers "
+          "must reject them).");
+ABSL_FLAG(int, overflow_every, 0,
+          "If > 0, every k-th fragment holds values whose sum saturates int32 (the float path).");
+ABSL_FLAG(double, jitter_us, 10.0,
+          "Each worker starts each iteration after a random delay of up to this many "
+          "microseconds (its compute time varies), so workers are not in lockstep, >= 0.");
+ABSL_FLAG(double, sample_us, 0.0,
+          "If > 0, sample each job's goodput (worker 0's completed fragments) this often, in "
+          "microseconds; the series is in the JSON output as goodput_series_gbps.");
+ABSL_FLAG(double, time_limit_ms, 60000.0,
+          "Simulated time after which unfinished jobs are reported as not completed.");
+
+namespace atp::sim_tool {
+namespace {
+
+using sim::ExperimentConfig;
+
+absl::Status Bad(const std::string& flag, const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", message));
+}
+
+absl::Status CheckFraction(const std::string& flag, double value) {
+  if (!(value >= 0.0 && value <= 1.0)) {
+    return Bad(flag, absl::StrCat(value, " is not a probability in 0..1"));
+  }
+  return absl::OkStatus();
+}
+
+// Placement of one job's workers over the racks.
+std::vector<int> Place(bool pack, int job_index, int workers, int racks) {
+  if (!pack) return sim::SpreadEvenly(workers, racks);
+  const int needed = (workers + wire::kMaxFanIn - 1) / wire::kMaxFanIn;
+  const int used = std::min(needed, racks);
+  const std::vector<int> counts = sim::SpreadEvenly(workers, used);
+  std::vector<int> out(static_cast<size_t>(racks), 0);
+  for (int k = 0; k < used; ++k) {
+    out[static_cast<size_t>((job_index * used + k) % racks)] += counts[static_cast<size_t>(k)];
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Options> OptionsFromFlags() {
+  Options options;
+  ExperimentConfig& config = options.experiment;
+  options.format = absl::GetFlag(FLAGS_json) ? OutputFormat::kJson : OutputFormat::kTable;
+
+  const int workers = absl::GetFlag(FLAGS_workers);
+  const int racks = absl::GetFlag(FLAGS_racks);
+  const int jobs = absl::GetFlag(FLAGS_jobs);
+  if (racks < 1 || racks > wire::kMaxFanIn) return Bad("racks", absl::StrCat(racks, " is not in 1..32"));
+  if (workers < 1 || workers > wire::kMaxFanIn * wire::kMaxFanIn) {
+    return Bad("workers", absl::StrCat(workers, " is not in 1..1024"));
+  }
+  if (jobs < 1 || jobs > wire::kMaxJobId) return Bad("jobs", absl::StrCat(jobs, " is not in 1..255"));
+  const std::string placement = absl::GetFlag(FLAGS_placement);
+  if (placement != "spread" && placement != "pack") {
+    return Bad("placement", absl::StrCat("'", placement, "' is neither 'spread' nor 'pack'"));
+  }
+  const bool pack = placement == "pack";
+  if (!pack && (workers + racks - 1) / racks > wire::kMaxFanIn) {
+    return Bad("workers", absl::StrCat(workers, " workers over ", racks,
+                                       " racks puts more than 32 in a rack; add --racks"));
+  }
+  if (pack && workers > racks * wire::kMaxFanIn) {
+    return Bad("workers", absl::StrCat(workers, " workers do not fit in ", racks,
+                                       " racks of 32; add --racks"));
+  }
+  config.topology.worker_racks = racks;
+  for (int j = 0; j < jobs; ++j) {
+    config.topology.jobs.push_back(sim::JobPlacement{
+        .job = static_cast<uint8_t>(j + 1), .workers_per_rack = Place(pack, j, workers, racks)});
+  }
+
+  const int64_t aggregators = absl::GetFlag(FLAGS_aggregators);
+  if (aggregators < 1 || aggregators > (int64_t{1} << 24)) {
+    return Bad("aggregators", absl::StrCat(aggregators, " is not in 1..16777216"));
+  }
+  config.topology.switches.aggregators = static_cast<size_t>(aggregators);
+  const std::string allocation = absl::GetFlag(FLAGS_allocation);
+  if (allocation == "dynamic") {
+    config.topology.switches.partition = switch_emulator::PartitionMode::kDynamic;
+  } else if (allocation == "static") {
+    config.topology.switches.partition = switch_emulator::PartitionMode::kStatic;
+  } else {
+    return Bad("allocation", absl::StrCat("'", allocation, "' is neither 'dynamic' nor 'static'"));
+  }
+  const int ecn = absl::GetFlag(FLAGS_ecn_threshold);
+  if (ecn < 0) return Bad("ecn_threshold", "must be >= 0");
+  config.topology.switches.ecn_threshold = static_cast<uint32_t>(ecn);
+  const double orphan_ms = absl::GetFlag(FLAGS_orphan_timeout_ms);
+  if (!(orphan_ms > 0)) return Bad("orphan_timeout_ms", "must be > 0");
+  config.topology.switches.orphan_timeout =
+      TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(orphan_ms * 1e6)));
+  config.settle_time = config.topology.switches.orphan_timeout * 2 + TimeDelta::FromMilliseconds(1);
+
+  const std::string levels = absl::GetFlag(FLAGS_levels);
+  if (levels == "two") {
+    config.topology.aggregation = sim::AggregationMode::kTwoLevel;
+  } else if (levels == "rack") {
+    config.topology.aggregation = sim::AggregationMode::kRackOnly;
+  } else if (levels == "none") {
+    config.topology.aggregation = sim::AggregationMode::kNone;
+  } else {
+    return Bad("levels", absl::StrCat("'", levels, "' is not 'two', 'rack' or 'none'"));
+  }
+
+  const double gbps = absl::GetFlag(FLAGS_link_gbps);
+  const double delay_us = absl::GetFlag(FLAGS_delay_us);
+  const int queue_frames = absl::GetFlag(FLAGS_queue_frames);
+  if (!(gbps > 0)) return Bad("link_gbps", "must be > 0");
+  if (!(delay_us >= 0)) return Bad("delay_us", "must be >= 0");
+  if (queue_frames < 1) return Bad("queue_frames", "must be >= 1");
+  const sim::LinkConfig link{
+      .bandwidth_bps = gbps * 1e9,
+      .propagation_delay =
+          TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(delay_us * 1e3))),
+      .queue_capacity_packets = static_cast<uint32_t>(queue_frames)};
+  config.topology.host_link = link;
+  config.topology.fabric_link = link;
+
+  const int queues = absl::GetFlag(FLAGS_queues);
+  if (queues < 1 || queues > wire::kMaxQueues) {
+    return Bad("queues", absl::StrCat(queues, " is not in 1..16"));
+  }
+  config.topology.queues = static_cast<uint32_t>(queues);
+  const int slots = absl::GetFlag(FLAGS_slots);
+  const int window = absl::GetFlag(FLAGS_window);
+  if (slots < 1 || slots > 65536 || (slots & (slots - 1)) != 0) {
+    return Bad("slots", absl::StrCat(slots, " is not a power of two in 1..65536"));
+  }
+  if (window < 1 || window > slots) {
+    return Bad("window", absl::StrCat(window, " is not in 1..--slots (", slots, ")"));
+  }
+  worker::WorkerQueueConfig& wc = config.topology.worker;
+  wc.slots = static_cast<uint32_t>(slots);
+  wc.initial_window = static_cast<uint32_t>(window);
+  const std::string cc = absl::GetFlag(FLAGS_cc);
+  if (cc == "on") {
+    wc.congestion_control = worker::CongestionController::Mode::kAimd;
+  } else if (cc == "off") {
+    wc.congestion_control = worker::CongestionController::Mode::kFixedWindow;
+  } else {
+    return Bad("cc", absl::StrCat("'", cc, "' is neither 'on' nor 'off'"));
+  }
+  const std::string index = absl::GetFlag(FLAGS_index);
+  if (index == "hash") {
+    wc.index_policy = protocol::IndexPolicy::kHashed;
+  } else if (index == "sequential") {
+    wc.index_policy = protocol::IndexPolicy::kSequential;
+  } else {
+    return Bad("index", absl::StrCat("'", index, "' is neither 'hash' nor 'sequential'"));
+  }
+
+  const double tensor_mb = absl::GetFlag(FLAGS_tensor_mb);
+  if (!(tensor_mb > 0) || tensor_mb > 4096) return Bad("tensor_mb", "must be in (0, 4096]");
+  config.workload.values =
+      std::max<size_t>(1, static_cast<size_t>(std::llround(tensor_mb * (1 << 20) / 4)));
+  const int iterations = absl::GetFlag(FLAGS_iterations);
+  if (iterations < 1) return Bad("iterations", "must be >= 1");
+  config.workload.iterations = iterations;
+  const int overflow_every = absl::GetFlag(FLAGS_overflow_every);
+  if (overflow_every < 0) return Bad("overflow_every", "must be >= 0");
+  config.workload.overflow_every = static_cast<uint32_t>(overflow_every);
+  const double jitter_us = absl::GetFlag(FLAGS_jitter_us);
+  if (!(jitter_us >= 0)) return Bad("jitter_us", "must be >= 0");
+  config.workload.start_jitter =
+      TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(jitter_us * 1e3)));
+  config.seed = absl::GetFlag(FLAGS_seed);
+  config.workload.seed = config.seed;
+
+  sim::Impairments& imp = config.impairments;
+  imp.loss = absl::GetFlag(FLAGS_loss);
+  imp.reorder = absl::GetFlag(FLAGS_reorder);
+  imp.duplicate = absl::GetFlag(FLAGS_duplicate);
+  imp.corrupt = absl::GetFlag(FLAGS_corrupt);
+  if (auto s = CheckFraction("loss", imp.loss); !s.ok()) return s;
+  if (imp.loss >= 1.0) return Bad("loss", "1 loses every frame: nothing can complete");
+  if (auto s = CheckFraction("reorder", imp.reorder); !s.ok()) return s;
+  if (auto s = CheckFraction("duplicate", imp.duplicate); !s.ok()) return s;
+  if (auto s = CheckFraction("corrupt", imp.corrupt); !s.ok()) return s;
+  const double reorder_delay_us = absl::GetFlag(FLAGS_reorder_delay_us);
+  if (!(reorder_delay_us > 0)) return Bad("reorder_delay_us", "must be > 0");
+  imp.reorder_delay =
+      TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(reorder_delay_us * 1e3)));
+
+  const double sample_us = absl::GetFlag(FLAGS_sample_us);
+  if (!(sample_us >= 0)) return Bad("sample_us", "must be >= 0");
+  config.sample_interval =
+      TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(sample_us * 1e3)));
+  const double limit_ms = absl::GetFlag(FLAGS_time_limit_ms);
+  if (!(limit_ms > 0)) return Bad("time_limit_ms", "must be > 0");
+  config.time_limit = TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(limit_ms * 1e6)));
+  return options;
+}
+
+}  // namespace atp::sim_tool

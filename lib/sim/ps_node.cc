@@ -1,0 +1,53 @@
+#include "lib/sim/ps_node.h"
+
+#include <utility>
+
+#include "atp/status_macros.h"
+#include "lib/sim/addressing.h"
+
+namespace atp::sim {
+
+absl::StatusOr<std::unique_ptr<PsNode>> PsNode::Create(std::string name, PacketPool* pool,
+                                                       ps::PsConfig config, uint32_t ip,
+                                                       uint16_t base_port) {
+  ATP_ASSIGN_OR_RETURN(ps::PsEngine engine, ps::PsEngine::Create(std::move(config)));
+  return std::unique_ptr<PsNode>(new PsNode(std::move(name), pool, std::move(engine), ip, base_port));
+}
+
+PsNode::PsNode(std::string name, PacketPool* pool, ps::PsEngine engine, uint32_t ip,
+               uint16_t base_port)
+    : Node(std::move(name)), pool_(pool), engine_(std::move(engine)), ip_(ip), base_port_(base_port) {
+  tx_fields_.src_ip.value = ip;
+  tx_fields_.src_mac = MacOf(ip);
+  tx_fields_.ip_tos = wire::kTosEct0;
+}
+
+void PsNode::Receive(PacketPtr packet, int, TimePoint now) {
+  ++counters_.frames_received;
+  if (wire::DecodeFrame(packet->bytes, base_port_, &rx_fields_, &rx_message_.payload) !=
+      wire::DecodeError::kOk) {
+    ++counters_.decode_errors;
+    return;
+  }
+  packet.reset();
+  rx_message_.header = rx_fields_.header;
+  if (rx_fields_.ip_tos == wire::kTosCe && !rx_message_.header.ecn) {
+    rx_message_.header.ecn = true;
+    ++counters_.ce_to_ecn;
+  }
+  engine_.OnGradient(rx_message_, now, sink_);
+}
+
+void PsNode::Sink::Send(const wire::AtpMessage& message) {
+  PsNode& node = *node_;
+  const uint32_t group = GroupIp(message.header.job);
+  node.tx_fields_.dst_ip.value = group;
+  node.tx_fields_.dst_mac = MacOf(group);
+  node.tx_fields_.header = message.header;
+  PacketPtr packet = node.pool_->Allocate();
+  wire::EncodeFrame(node.tx_fields_, message.payload, node.base_port_, packet->frame());
+  ++node.counters_.frames_sent;
+  node.port(0)->Send(std::move(packet));
+}
+
+}  // namespace atp::sim

@@ -1,0 +1,338 @@
+// Scenarios that attack the protocol's invariants (ATP-SPEC section 8) with
+// the real engines on the simulator: every kind of impairment, many jobs,
+// overflow, switches that lose their state or stop aggregating, dead workers.
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "lib/sim/experiment.h"
+#include "lib/sim/loss_filters.h"
+
+namespace atp::sim {
+namespace {
+
+using switch_emulator::PartitionMode;
+using switch_emulator::PipelineMode;
+
+constexpr size_t kFragments = 600;
+
+ExperimentConfig OneJob(int racks, int workers) {
+  ExperimentConfig config;
+  config.topology.worker_racks = racks;
+  config.topology.jobs.push_back(
+      JobPlacement{.job = 1, .workers_per_rack = SpreadEvenly(workers, racks)});
+  config.workload.values = 62 * kFragments;
+  config.workload.iterations = 2;
+  // Workers out of lockstep, so aggregators hold partial sums for a while.
+  config.workload.start_jitter = TimeDelta::FromMicroseconds(10);
+  config.seed = 3;
+  return config;
+}
+
+std::unique_ptr<Experiment> Make(const ExperimentConfig& config) {
+  auto experiment = Experiment::Create(config);
+  EXPECT_TRUE(experiment.ok()) << experiment.status();
+  return experiment.ok() ? std::move(*experiment) : nullptr;
+}
+
+void ExpectAllExact(const ExperimentResult& result) {
+  EXPECT_TRUE(result.completed);
+  EXPECT_TRUE(result.exact);
+  for (const JobResult& job : result.jobs) {
+    EXPECT_TRUE(job.exact) << "job " << +job.job << ": " << job.first_error;
+  }
+}
+
+// Loss rates from 0.001% to 10% on every link, both directions.
+class LossRateTest : public ::testing::TestWithParam<double> {};
+
+TEST_P(LossRateTest, EveryResultIsExactWhateverTheLossRate) {
+  ExperimentConfig config = OneJob(2, 4);
+  config.impairments.loss = GetParam();
+  // At 10% per link few round trips succeed and the RTO backs off: allow
+  // plenty of simulated time (it costs little real time).
+  config.time_limit = TimeDelta::FromSeconds(600);
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  if (GetParam() >= 0.01) {
+    EXPECT_GT(result.jobs[0].retransmissions, 0u);
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Rates, LossRateTest, ::testing::Values(0.00001, 0.001, 0.01, 0.1));
+
+TEST(ScenarioTest, ReorderingDuplicationAndCorruptionAreHarmless) {
+  ExperimentConfig config = OneJob(2, 4);
+  config.impairments.reorder = 0.02;
+  config.impairments.duplicate = 0.02;
+  config.impairments.corrupt = 0.01;
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  // Corrupted frames were rejected, by switches or by endpoints.
+  EXPECT_GT(result.switch_malformed + result.endpoint_decode_errors, 0u);
+}
+
+TEST(ScenarioTest, LossBurstsAreRecovered) {
+  ExperimentConfig config = OneJob(2, 4);
+  config.impairments.burst_loss =
+      GilbertElliottConfig{.good_to_bad = 0.001, .bad_to_good = 0.1};
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  ExpectAllExact(experiment->Run());
+}
+
+TEST(ScenarioTest, LosingOnlyParameterPacketsIsRecovered) {
+  ExperimentConfig config = OneJob(2, 4);
+  config.impairments.loss = 0.05;
+  config.impairments.loss_class = TrafficClass::kParameterPackets;
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  EXPECT_GT(result.jobs[0].retransmissions, 0u);
+}
+
+TEST(ScenarioTest, EverythingTowardThePsLostForAWhileIsRecovered) {
+  ExperimentConfig config = OneJob(2, 4);
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  for (Link* link : experiment->network().LinksOfKind(LinkKind::kTorToPs)) {
+    link->AddFilter(std::make_unique<BlackholeFilter>(TimePoint::FromNanoseconds(20'000),
+                                                      TimePoint::FromNanoseconds(3'000'000)));
+  }
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  EXPECT_GT(result.jobs[0].timeouts, 0u);
+}
+
+TEST(ScenarioTest, OverflowingSumsTakeTheFloatPathAndAreRight) {
+  ExperimentConfig config = OneJob(2, 4);
+  config.workload.overflow_every = 7;
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  EXPECT_GT(result.jobs[0].overflows, 0u);
+}
+
+// Known weakness, reported to the worker engine's owner: on the float path
+// every fragment is sent twice (integer, then fp after the overflow request),
+// so Karn's rule leaves the RTT estimator without samples and a lost frame
+// costs the initial RTO (20 ms) with exponential backoff, instead of a few
+// round trips: 212 overflowing fragments with 0.1% loss take 20 ms, with 5%
+// loss 2.3 s. Enable once the engine samples fp resends that answer an
+// overflow request (or resets the backoff on new acknowledgements).
+TEST(ScenarioTest, DISABLED_OverflowWithLossRecoversInRoundTripsNotInitialRtos) {
+  ExperimentConfig config = OneJob(2, 4);
+  config.workload.values = 62 * 212;
+  config.workload.iterations = 1;
+  config.workload.overflow_every = 1;
+  config.impairments.loss = 0.001;
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  EXPECT_LT(result.jobs[0].completion_time.ToSeconds() * 1e3, 5.0) << "ms";
+}
+
+TEST(ScenarioTest, ManyJobsOnASmallArrayCollideButStayExact) {
+  for (PartitionMode partition : {PartitionMode::kDynamic, PartitionMode::kStatic}) {
+    ExperimentConfig config;
+    config.topology.worker_racks = 2;
+    for (uint8_t j = 1; j <= 4; ++j) {
+      config.topology.jobs.push_back(JobPlacement{.job = j, .workers_per_rack = {2, 2}});
+    }
+    config.topology.switches.aggregators = 128;
+    config.topology.switches.partition = partition;
+    config.workload.values = 62 * kFragments;
+    // Workers out of lockstep: an aggregator waits for stragglers.
+    config.workload.start_jitter = TimeDelta::FromMicroseconds(20);
+    config.workload.iterations = 2;
+    auto experiment = Make(config);
+    ASSERT_NE(experiment, nullptr);
+    const ExperimentResult result = experiment->Run();
+    ExpectAllExact(result);
+    uint64_t collisions = 0;
+    for (const JobResult& job : result.jobs) collisions += job.collisions;
+    EXPECT_GT(collisions, 0u);
+    EXPECT_EQ(result.aggregators_in_use_at_end, 0u);
+  }
+}
+
+TEST(ScenarioTest, SequentialIndicesCollideMoreThanHashedOnes) {
+  uint64_t collisions[2] = {0, 0};
+  int k = 0;
+  for (protocol::IndexPolicy policy :
+       {protocol::IndexPolicy::kHashed, protocol::IndexPolicy::kSequential}) {
+    ExperimentConfig config;
+    config.topology.worker_racks = 1;
+    for (uint8_t j = 1; j <= 4; ++j) {
+      config.topology.jobs.push_back(JobPlacement{.job = j, .workers_per_rack = {2}});
+    }
+    config.topology.switches.aggregators = 1024;
+    config.topology.worker.index_policy = policy;
+    config.workload.values = 62 * kFragments;
+    config.workload.start_jitter = TimeDelta::FromMicroseconds(20);
+    auto experiment = Make(config);
+    ASSERT_NE(experiment, nullptr);
+    const ExperimentResult result = experiment->Run();
+    ExpectAllExact(result);
+    for (const JobResult& job : result.jobs) collisions[k] += job.collisions;
+    ++k;
+  }
+  EXPECT_GT(collisions[1], collisions[0]);
+}
+
+// Fate sharing: a switch loses every aggregator, or stops aggregating,
+// mid-job; at level 1 (a rack's ToR) and at level 2 (the PS's ToR).
+struct SwitchFault {
+  const char* name;
+  bool level2;
+  bool wipe;  // else: forward only
+};
+
+class SwitchFaultTest : public ::testing::TestWithParam<SwitchFault> {};
+
+TEST_P(SwitchFaultTest, EveryOperationStillCompletesExactly) {
+  const SwitchFault fault = GetParam();
+  ExperimentConfig config = OneJob(2, 4);
+  config.workload.iterations = 3;
+  // A forward-only level-1 switch strands the other rack's result in the
+  // level-2 aggregator until the workers time out, so each window of
+  // fragments costs a retransmission timeout, and with no RTT sample (every
+  // completion comes from a resend) the timeout backs off to its 1 s
+  // ceiling: 42 s of simulated time (a tenth of a second of real time) here.
+  // See DISABLED_ForwardOnlyLevel1SwitchCostsTimeoutsNotTimeoutCeilings.
+  config.time_limit = TimeDelta::FromSeconds(600);
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  Network& net = experiment->network();
+  AtpSwitchNode* tor = fault.level2 ? net.tor(net.ps_rack()) : net.tor(0);
+  for (int64_t at_us : {5, 15, 40}) {
+    experiment->At(TimePoint::FromNanoseconds(at_us * 1000), [tor, fault] {
+      if (fault.wipe) {
+        tor->pipeline().WipeState();
+      } else {
+        tor->pipeline().SetMode(PipelineMode::kForwardOnly);
+      }
+    });
+  }
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  if (fault.wipe) {
+    // Partial sums were lost with the state: workers had to resend.
+    EXPECT_GT(result.jobs[0].retransmissions, 0u);
+  } else {
+    // With a forward-only switch the PS sees more than one frame per fragment.
+    EXPECT_GT(result.jobs[0].frames_into_ps, 3 * kFragments);
+  }
+}
+INSTANTIATE_TEST_SUITE_P(
+    Faults, SwitchFaultTest,
+    ::testing::Values(SwitchFault{"Level1Wipe", false, true},
+                      SwitchFault{"Level2Wipe", true, true},
+                      SwitchFault{"Level1ForwardOnly", false, false},
+                      SwitchFault{"Level2ForwardOnly", true, false}),
+    [](const ::testing::TestParamInfo<SwitchFault>& param_info) {
+      return std::string(param_info.param.name);
+    });
+
+// Known weakness, reported to the worker engine's owner (same cause as
+// DISABLED_OverflowWithLossRecoversInRoundTripsNotInitialRtos): with the
+// level-1 switch forward-only, every fragment completes through a resend, so
+// the RTO never gets a sample and stays at its 1 s ceiling; 1800 fragments
+// take 42 s. Resetting the backoff when a resend is acknowledged would make
+// it a timeout floor (1 ms) per window.
+TEST(ScenarioTest, DISABLED_ForwardOnlyLevel1SwitchCostsTimeoutsNotTimeoutCeilings) {
+  ExperimentConfig config = OneJob(2, 4);
+  config.workload.iterations = 3;
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  AtpSwitchNode* tor = experiment->network().tor(0);
+  experiment->At(TimePoint::FromNanoseconds(5000),
+                 [tor] { tor->pipeline().SetMode(PipelineMode::kForwardOnly); });
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  EXPECT_LT(result.jobs[0].completion_time.ToSeconds() * 1e3, 500.0) << "ms";
+}
+
+TEST(ScenarioTest, JobsSharingABottleneckSeeEcnAndBackOff) {
+  // Two jobs whose PS hosts share a rack: the core's link to that rack carries
+  // both jobs' aggregated streams at twice its rate.
+  ExperimentConfig config;
+  config.topology.worker_racks = 2;
+  config.topology.jobs.push_back(JobPlacement{.job = 1, .workers_per_rack = {2, 2}});
+  config.topology.jobs.push_back(JobPlacement{.job = 2, .workers_per_rack = {2, 2}});
+  config.topology.switches.ecn_threshold = 16;
+  config.workload.values = 62 * 20000;
+  config.workload.start_jitter = TimeDelta::FromMicroseconds(5);
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  for (const JobResult& job : result.jobs) EXPECT_GT(job.ecn_marks, 0u) << +job.job;
+  EXPECT_GT(experiment->network().core()->counters().ce_marked, 0u);
+  // The windows came down: no frame was lost to a full queue.
+  EXPECT_EQ(result.tail_drops, 0u);
+}
+
+TEST(ScenarioTest, DeadWorkerLeaksNoAggregatorAndLeavesOtherJobsExact) {
+  ExperimentConfig config;
+  config.topology.worker_racks = 2;
+  config.topology.jobs.push_back(JobPlacement{.job = 1, .workers_per_rack = {2, 2}});
+  config.topology.jobs.push_back(JobPlacement{.job = 2, .workers_per_rack = {2, 2}});
+  config.topology.switches.orphan_timeout = TimeDelta::FromMilliseconds(2);
+  config.settle_time = TimeDelta::FromMilliseconds(10);
+  config.workload.values = 62 * 4000;
+  config.workload.iterations = 2;
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  experiment->KillWorker(/*job=*/0, /*worker=*/1, TimePoint::FromNanoseconds(20'000));
+  const ExperimentResult result = experiment->Run();
+  ASSERT_EQ(result.jobs.size(), 2u);
+  EXPECT_FALSE(result.jobs[0].completed);
+  EXPECT_TRUE(result.jobs[1].completed);
+  EXPECT_TRUE(result.jobs[1].exact) << result.jobs[1].first_error;
+  // Job 1's live workers keep resending, but a resend never claims a free
+  // aggregator: after the orphan timeout no aggregator of either job is held.
+  EXPECT_EQ(result.jobs[0].aggregators_in_use_at_end, 0u);
+  EXPECT_EQ(result.jobs[1].aggregators_in_use_at_end, 0u);
+}
+
+// Known weakness, reported to the worker engine's and the spec's owners: with
+// small switch buffers, the first window of a 32-rack incast overflows the
+// core's port toward the PS; the workers time out and resend their whole
+// window, and resends are never aggregated (ATP-SPEC section 4, rule 4) nor
+// limited by congestion control (timeouts leave the window alone), so 1024
+// workers x 200 frames hit the same port at once, are tail-dropped again, and
+// the job never completes (60 s of simulated time: 13 million resends).
+TEST(ScenarioTest, DISABLED_TimeoutResendsDoNotCollapseUnderIncast) {
+  ExperimentConfig config = OneJob(32, 1024);
+  config.workload.values = 62 * 1057;
+  config.workload.iterations = 1;
+  config.topology.host_link.queue_capacity_packets = 1024;
+  config.topology.fabric_link.queue_capacity_packets = 1024;
+  config.time_limit = TimeDelta::FromMilliseconds(100);
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  ExpectAllExact(experiment->Run());
+}
+
+TEST(ScenarioTest, ThousandTwentyFourWorkersInThirtyTwoRacksAreExact) {
+  ExperimentConfig config = OneJob(32, 1024);
+  config.workload.values = 62 * 64;
+  config.workload.iterations = 1;
+  config.topology.worker.initial_window = 16;
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  EXPECT_EQ(result.jobs[0].workers, 1024);
+  EXPECT_EQ(result.jobs[0].results_checked, 1024u);
+}
+
+}  // namespace
+}  // namespace atp::sim
