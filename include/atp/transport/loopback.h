@@ -1,0 +1,131 @@
+// atp/transport/loopback.h: the in-process transport. A LoopbackWire connects
+// any number of endpoints (each a Device with its own queues); a frame sent by
+// one is delivered to the endpoint that owns its IPv4 destination, on the
+// queue its UDP destination port names. A FrameProcessor (a switch pipeline,
+// a loss filter) may sit in the middle and drop, forward or multicast.
+//
+//   std::shared_ptr<LoopbackWire> wire = LoopbackWire::Create({});
+//   LoopbackEndpointOptions a;  a.address = {ip_a, mac_a};  a.device.num_queues = 2;
+//   ATP_ASSIGN_OR_RETURN(std::unique_ptr<Device> worker, wire->AddEndpoint(a));
+//   ATP_ASSIGN_OR_RETURN(std::unique_ptr<Device> ps, wire->AddEndpoint(b));
+//   ... worker->queue(0).TxBurst(frames) ... ps->queue(0).RxBurst(frames) ...
+//
+// Each endpoint queue has a transmit ring of frame references and a receive
+// ring of 306-byte slots. TxBurst puts frames on the transmit ring and moves
+// what it can onto the receivers' rings at once (a copy); a frame whose
+// receive ring is full waits on the transmit ring (in order) until a later
+// TxBurst or Flush, so a slow receiver back-pressures its senders and nothing
+// is lost. With a processor, a frame it sends to a full ring is dropped and
+// counted (a switch's egress drop).
+//
+// Threads: endpoints and their queues may run on different threads; each
+// receive ring takes frames from any number of sending threads (a bounded
+// multi-producer ring, lock-free). The processor runs under the wire's lock,
+// one frame at a time, on whichever thread sends. Add every endpoint before
+// traffic starts.
+#ifndef ATP_TRANSPORT_LOOPBACK_H_
+#define ATP_TRANSPORT_LOOPBACK_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "absl/status/statusor.h"
+#include "atp/time.h"
+#include "atp/transport.h"
+
+namespace atp::transport {
+
+class LoopbackWire;
+
+// EndpointId: an endpoint's number on its wire, in the order AddEndpoint added
+// them (0, 1, 2, ...).
+using EndpointId = uint32_t;
+
+// WireAction: what the wire does with a frame a processor has seen.
+enum class WireAction : uint8_t {
+  kDrop,    // consumed (aggregated, filtered out, malformed)
+  kRoute,   // deliver to the endpoint owning the frame's (possibly rewritten) IPv4 destination
+  kSendTo,  // deliver a copy to each endpoint in WireDecision::endpoints (one: a chosen port;
+            // several: multicast)
+};
+
+struct WireDecision {
+  WireAction action = WireAction::kRoute;
+  // For kSendTo: storage owned by the processor, read before Process is called again.
+  std::span<const EndpointId> endpoints;
+};
+
+// FrameProcessor: sits in the middle of a wire. Implemented by whoever plugs
+// a switch pipeline or a filter in; the wire does not own it.
+class FrameProcessor {
+ public:
+  virtual ~FrameProcessor() = default;
+
+  // Process: one frame entering the wire from endpoint `from`, at `now` (the
+  // wire's clock, read once per burst). May rewrite the frame in place (its
+  // length stays kFrameBytes). Called under the wire's lock: it must not call
+  // the wire back except its const queries (RxBacklog, FindEndpoint).
+  virtual WireDecision Process(std::span<uint8_t, kFrameBytes> frame, EndpointId from,
+                               TimePoint now, const LoopbackWire& wire) = 0;
+};
+
+// LoopbackWireOptions: the wire itself.
+struct LoopbackWireOptions {
+  // processor: null for a plain wire. Must outlive the wire's traffic.
+  FrameProcessor* processor = nullptr;
+  // clock: what the processor gets as `now`; unset: a monotonic clock. Tests
+  // pass a fake one.
+  std::function<TimePoint()> clock;
+};
+
+// LoopbackEndpointOptions: one endpoint. device.base_port is the ATP port range
+// it receives on (queues steer by it); address.ipv4 must be unique on the wire.
+struct LoopbackEndpointOptions {
+  DeviceOptions device;
+  DeviceAddress address;
+
+  absl::Status Validate() const { return device.Validate(); }
+};
+
+// LoopbackWireStats: what happened on the wire (not per queue).
+struct LoopbackWireStats {
+  uint64_t frames_in = 0;          // frames that entered the wire
+  uint64_t delivered = 0;          // copies put on a receive ring
+  uint64_t processor_drops = 0;    // kDrop verdicts
+  uint64_t unroutable = 0;         // no endpoint, no such queue, or a closed endpoint
+  uint64_t egress_drops = 0;       // processor mode: copies dropped at a full receive ring
+};
+
+class LoopbackWire {
+ public:
+  // Create: a wire with no endpoints yet.
+  static std::shared_ptr<LoopbackWire> Create(LoopbackWireOptions options);
+
+  virtual ~LoopbackWire() = default;
+
+  // AddEndpoint: a device on this wire. Fails if the options are invalid or
+  // the IPv4 address is taken. The device keeps the wire alive; the wire stops
+  // delivering to it once it is destroyed.
+  virtual absl::StatusOr<std::unique_ptr<Device>> AddEndpoint(
+      const LoopbackEndpointOptions& options) = 0;
+
+  // FindEndpoint: the endpoint owning `ipv4`, if any.
+  virtual std::optional<EndpointId> FindEndpoint(wire::Ipv4Address ipv4) const = 0;
+  virtual size_t num_endpoints() const = 0;
+
+  // RxBacklog: frames waiting on an endpoint queue's receive ring (a snapshot;
+  // 0 for an unknown endpoint or queue). What a switch processor compares
+  // against its ECN threshold.
+  virtual size_t RxBacklog(EndpointId endpoint, uint32_t queue) const = 0;
+
+  // stats: any thread.
+  virtual LoopbackWireStats stats() const = 0;
+};
+
+}  // namespace atp::transport
+
+#endif  // ATP_TRANSPORT_LOOPBACK_H_

@@ -1,0 +1,282 @@
+// The kernel UDP backend's own rules: the node table, opening errors, what
+// happens to strangers, receive overflow, GSO/GRO.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "atp/transport/kernel_udp.h"
+#include "gtest/gtest.h"
+#include "tests/transport/transport_test_util.h"
+#include "transport/kernel/node_table.h"
+
+namespace atp::transport {
+namespace {
+
+using testing::Collector;
+using testing::FrameBytes;
+using testing::FrameSpec;
+using testing::MakeFrame;
+using testing::PoolsAreFull;
+using testing::SendAll;
+
+wire::Ipv4Address Ip(const char* text) { return *wire::Ipv4Address::Parse(text); }
+DeviceAddress Node(const char* ip) { return {Ip(ip), DefaultMacFor(Ip(ip))}; }
+
+KernelUdpOptions Options(const char* node, uint32_t queues = 1) {
+  KernelUdpOptions options;
+  options.address = Node(node);
+  options.bind = SocketAddress{Ip("127.0.0.1"), 0};
+  options.device.num_queues = queues;
+  return options;
+}
+
+std::unique_ptr<KernelUdpDevice> Open(const KernelUdpOptions& options) {
+  auto device = OpenKernelUdpDevice(options);
+  EXPECT_TRUE(device.ok()) << device.status();
+  return device.ok() ? *std::move(device) : nullptr;
+}
+
+TEST(KernelUdpNodeTable, MapsNodesToQueueSocketsAndSendersBack) {
+  internal::NodeTable table;
+  const KernelUdpPeer ps = KernelUdpPeer::FromPortRange(Node("10.0.0.9"), Ip("127.0.0.1"), 41000, 4);
+  ASSERT_TRUE(table.Add(ps).ok());
+  const auto index = table.FindNode(Ip("10.0.0.9").value);
+  ASSERT_TRUE(index.has_value());
+  EXPECT_EQ(table.node(*index).queue_sockets.size(), 4u);
+  EXPECT_EQ(internal::FromSockaddr(table.node(*index).queue_sockets[3]),
+            (SocketAddress{Ip("127.0.0.1"), 41003}));
+  EXPECT_EQ(table.FindSender(Ip("127.0.0.1").value, 41002), index);
+  EXPECT_FALSE(table.FindSender(Ip("127.0.0.1").value, 41004).has_value());
+  EXPECT_FALSE(table.FindNode(Ip("10.0.0.8").value).has_value());
+}
+
+TEST(KernelUdpNodeTable, RefusesDuplicatesAndNonAddresses) {
+  internal::NodeTable table;
+  ASSERT_TRUE(table.Add(KernelUdpPeer::FromPortRange(Node("10.0.0.1"), Ip("127.0.0.1"), 41000, 2)).ok());
+  EXPECT_EQ(table.Add(KernelUdpPeer::FromPortRange(Node("10.0.0.1"), Ip("127.0.0.1"), 42000, 1))
+                .code(),
+            absl::StatusCode::kAlreadyExists)
+      << "same node";
+  EXPECT_EQ(table.Add(KernelUdpPeer::FromPortRange(Node("10.0.0.2"), Ip("127.0.0.1"), 41001, 1))
+                .code(),
+            absl::StatusCode::kAlreadyExists)
+      << "a socket of another node";
+  EXPECT_EQ(table.Add(KernelUdpPeer::FromPortRange(Node("10.0.0.3"), Ip("127.0.0.1"), 0, 1)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table.Add(KernelUdpPeer::FromPortRange(Node("10.0.0.4"), Ip("127.0.0.1"), 43000, 0))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  KernelUdpPeer twice = KernelUdpPeer::FromPortRange(Node("10.0.0.5"), Ip("127.0.0.1"), 44000, 1);
+  twice.queue_sockets.push_back(twice.queue_sockets[0]);
+  EXPECT_EQ(table.Add(twice).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(table.FindSender(Ip("127.0.0.1").value, 44000).has_value()) << "nothing half-added";
+  EXPECT_EQ(table.size(), 1u);
+}
+
+TEST(KernelUdpNodeTable, GroSegmentsAreCutAtTheSegmentSize) {
+  EXPECT_EQ(internal::GroSegmentBytes(264, 0, 0), 264u) << "not coalesced: one message";
+  EXPECT_EQ(internal::GroSegmentBytes(3 * 264, 264, 0), 264u);
+  EXPECT_EQ(internal::GroSegmentBytes(3 * 264, 264, 2 * 264), 264u);
+  EXPECT_EQ(internal::GroSegmentBytes(2 * 264 + 100, 264, 2 * 264), 100u) << "a short tail";
+}
+
+TEST(KernelUdpOptions, ValidateNamesTheBadField) {
+  KernelUdpOptions options = Options("10.0.0.1");
+  EXPECT_TRUE(options.Validate().ok());
+  KernelUdpOptions bad = options;
+  bad.address.ipv4 = wire::Ipv4Address{};
+  EXPECT_NE(bad.Validate().message().find("address"), std::string::npos);
+  bad = options;
+  bad.bind.ip = wire::Ipv4Address{};
+  EXPECT_NE(bad.Validate().message().find("bind.ip"), std::string::npos);
+  bad = options;
+  bad.max_gso_segments = 65;
+  EXPECT_NE(bad.Validate().message().find("max_gso_segments"), std::string::npos);
+  bad = options;
+  bad.gro_buffers = 0;
+  EXPECT_NE(bad.Validate().message().find("gro_buffers"), std::string::npos);
+  bad = options;
+  bad.bind.port = 65530;
+  bad.device.num_queues = 8;
+  EXPECT_NE(bad.Validate().message().find("bind.port"), std::string::npos);
+  bad = options;
+  bad.device.num_queues = 0;
+  EXPECT_EQ(OpenKernelUdpDevice(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(KernelUdpDevice, OpeningAPortInUseFailsSayingSo) {
+  auto first = Open(Options("10.0.0.1", 2));
+  ASSERT_NE(first, nullptr);
+  KernelUdpOptions clash = Options("10.0.0.2", 2);
+  clash.bind.port = first->self().queue_sockets[0].port;  // queue 0 collides
+  const auto second = OpenKernelUdpDevice(clash);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status();
+}
+
+TEST(KernelUdpDevice, BindingAnAddressThatIsNotLocalFailsSayingSo) {
+  KernelUdpOptions options = Options("10.0.0.1");
+  options.bind.ip = Ip("192.0.2.1");  // TEST-NET-1: no host has it
+  const auto device = OpenKernelUdpDevice(options);
+  ASSERT_FALSE(device.ok());
+  EXPECT_NE(device.status().message().find("not an address of this host"), std::string::npos)
+      << device.status();
+}
+
+TEST(KernelUdpDevice, ExplicitPortRangeBindsQueueIAtBasePlusI) {
+  // Find a free range by binding with kernel-chosen ports first, then reuse
+  // the first one's port as a base (it was just released).
+  uint16_t base = 0;
+  {
+    auto probe = Open(Options("10.0.0.1"));
+    ASSERT_NE(probe, nullptr);
+    base = probe->self().queue_sockets[0].port;
+  }
+  KernelUdpOptions options = Options("10.0.0.1", 3);
+  options.bind.port = base;
+  auto device = OpenKernelUdpDevice(options);
+  if (!device.ok()) GTEST_SKIP() << "port range taken meanwhile: " << device.status();
+  for (uint32_t q = 0; q < 3; ++q) {
+    EXPECT_EQ((*device)->self().queue_sockets[q].port, base + q);
+  }
+}
+
+TEST(KernelUdpDevice, AskingForAnOffloadTheKernelHasSucceeds) {
+  KernelUdpOptions options = Options("10.0.0.1");
+  options.gso = Offload::kOn;
+  options.gro = Offload::kOn;
+  auto device = OpenKernelUdpDevice(options);
+  ASSERT_TRUE(device.ok()) << device.status() << " (this kernel has no UDP GSO/GRO?)";
+  EXPECT_TRUE((*device)->gso_enabled());
+  EXPECT_TRUE((*device)->gro_enabled());
+  EXPECT_EQ((*device)->queue(0).capabilities().tx_segmentation, TxSegmentation::kKernelGso);
+  EXPECT_EQ((*device)->queue(0).capabilities().rx_coalescing, RxCoalescing::kKernelGro);
+  EXPECT_EQ((*device)->queue(0).capabilities().steering, Steering::kSocketPerQueue);
+  EXPECT_GE((*device)->queue(0).wait_fd(), 0);
+}
+
+// Runs the same exchange with each combination of offloads: the frames that
+// arrive do not depend on them.
+class KernelUdpOffloads : public ::testing::TestWithParam<std::tuple<Offload, Offload>> {};
+
+TEST_P(KernelUdpOffloads, FramesArriveTheSameWithOrWithoutGsoAndGro) {
+  KernelUdpOptions options_a = Options("10.0.0.1");
+  options_a.gso = std::get<0>(GetParam());
+  KernelUdpOptions options_b = Options("10.0.0.2");
+  options_b.gro = std::get<1>(GetParam());
+  auto a = Open(options_a);
+  auto b = Open(options_b);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->AddPeer(b->self()).ok());
+  ASSERT_TRUE(b->AddPeer(a->self()).ok());
+  std::vector<FrameBytes> frames;
+  for (uint32_t i = 0; i < 100; ++i) {
+    frames.push_back(MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(0, i), i}));
+  }
+  Collector rx(*b);
+  ASSERT_EQ(SendAll(a->queue(0), frames, &rx), frames.size());
+  ASSERT_TRUE(rx.PollUntil(frames.size()));
+  EXPECT_EQ(rx.on_queue(0), frames);
+  const QueueStats tx = a->queue(0).stats();
+  if (a->gso_enabled()) {
+    EXPECT_GT(tx.tx_offloaded_segments, 0u) << "runs of frames to one queue went out as GSO";
+  } else {
+    EXPECT_EQ(tx.tx_offloaded_segments, 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCombinations, KernelUdpOffloads,
+                         ::testing::Combine(::testing::Values(Offload::kAuto, Offload::kOff),
+                                            ::testing::Values(Offload::kAuto, Offload::kOff)));
+
+TEST(KernelUdpDevice, ANodeCanSendToItself) {
+  auto a = Open(Options("10.0.0.1", 2));
+  ASSERT_NE(a, nullptr);
+  const FrameBytes frame = MakeFrame(a->address(), a->address(), FrameSpec{wire::MakeSeq(1, 1)});
+  Collector rx(*a);
+  ASSERT_EQ(SendAll(a->queue(0), {frame}, &rx), 1u);
+  ASSERT_TRUE(rx.PollUntil(1));
+  ASSERT_EQ(rx.on_queue(1).size(), 1u);
+  EXPECT_EQ(rx.on_queue(1)[0], frame);
+}
+
+TEST(KernelUdpDevice, NodesOnSeparateLoopbackAddressesShareAPortRange) {
+  // Two "hosts" on one machine: 127.0.0.2 and 127.0.0.3, with the same ports.
+  KernelUdpOptions options_a = Options("10.0.0.1", 2);
+  options_a.bind.ip = Ip("127.0.0.2");
+  auto a = Open(options_a);
+  ASSERT_NE(a, nullptr);
+  KernelUdpOptions options_b = Options("10.0.0.2", 2);
+  options_b.bind = SocketAddress{Ip("127.0.0.3"), a->self().queue_sockets[0].port};
+  auto device_b = OpenKernelUdpDevice(options_b);
+  if (!device_b.ok()) GTEST_SKIP() << "port taken on 127.0.0.3 meanwhile: " << device_b.status();
+  auto& b = *device_b;
+  ASSERT_TRUE(a->AddPeer(b->self()).ok());
+  ASSERT_TRUE(b->AddPeer(a->self()).ok());
+  const FrameBytes to_b = MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(1, 1)});
+  const FrameBytes to_a = MakeFrame(b->address(), a->address(), FrameSpec{wire::MakeSeq(0, 2)});
+  Collector at_a(*a);
+  Collector at_b(*b);
+  ASSERT_EQ(SendAll(a->queue(0), {to_b}, &at_b), 1u);
+  ASSERT_EQ(SendAll(b->queue(1), {to_a}, &at_a), 1u);
+  ASSERT_TRUE(at_b.PollUntil(1));
+  ASSERT_TRUE(at_a.PollUntil(1));
+  ASSERT_EQ(at_b.on_queue(1).size(), 1u);
+  EXPECT_EQ(at_b.on_queue(1)[0], to_b);
+  ASSERT_EQ(at_a.on_queue(0).size(), 1u);
+  EXPECT_EQ(at_a.on_queue(0)[0], to_a);
+}
+
+TEST(KernelUdpDevice, ReceiveOverflowIsCountedAsDropped) {
+  KernelUdpOptions options_b = Options("10.0.0.2");
+  options_b.socket_buffer_bytes = 4096;  // the kernel doubles it; still a few datagrams
+  options_b.gro = Offload::kOff;
+  auto a = Open(Options("10.0.0.1"));
+  auto b = Open(options_b);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->AddPeer(b->self()).ok());
+  ASSERT_TRUE(b->AddPeer(a->self()).ok());
+  std::vector<FrameBytes> frames;
+  for (uint32_t i = 0; i < 500; ++i) {
+    frames.push_back(MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(0, i), i}));
+  }
+  ASSERT_EQ(SendAll(a->queue(0), frames, nullptr), frames.size()) << "the sender is not held back";
+  Collector rx(*b);
+  rx.Settle();
+  // One more frame after the overflow carries the socket's drop count.
+  ASSERT_EQ(SendAll(a->queue(0), {frames[0]}, nullptr), 1u);
+  rx.PollUntil(rx.total() + 1);
+  const QueueStats stats = b->queue(0).stats();
+  EXPECT_GT(stats.rx_dropped, 0u);
+  EXPECT_EQ(stats.rx_frames + stats.rx_dropped, frames.size() + 1)
+      << "every frame either arrived or was counted as dropped";
+  EXPECT_TRUE(PoolsAreFull(*b));
+}
+
+TEST(KernelUdpDevice, StrangersAndWrongSizesAreCountedAsBad) {
+  auto b = Open(Options("10.0.0.2"));
+  ASSERT_NE(b, nullptr);
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in to = internal::ToSockaddr(b->self().queue_sockets[0]);
+  uint8_t message[wire::kMessageBytes + 10] = {};
+  for (size_t size : {size_t{0}, size_t{10}, wire::kMessageBytes, wire::kMessageBytes + 10}) {
+    ASSERT_EQ(::sendto(fd, message, size, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)),
+              static_cast<ssize_t>(size));
+  }
+  ::close(fd);
+  Collector rx(*b);
+  EXPECT_TRUE(rx.PollUntilTrue([&] { return b->queue(0).stats().rx_bad_frames >= 4; }));
+  rx.Settle();
+  EXPECT_EQ(b->queue(0).stats().rx_bad_frames, 4u)
+      << "empty, short, unknown sender, long: each one bad datagram";
+  EXPECT_EQ(rx.total(), 0u);
+  EXPECT_TRUE(PoolsAreFull(*b));
+}
+
+}  // namespace
+}  // namespace atp::transport

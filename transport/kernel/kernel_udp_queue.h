@@ -1,0 +1,150 @@
+// transport/kernel/kernel_udp_queue.h: one kernel UDP queue: a socket, its
+// sendmmsg/recvmmsg batches and its GRO staging buffers. Private to
+// transport/kernel.
+#ifndef ATP_TRANSPORT_KERNEL_KERNEL_UDP_QUEUE_H_
+#define ATP_TRANSPORT_KERNEL_KERNEL_UDP_QUEUE_H_
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "atp/transport.h"
+#include "atp/transport/frame_pool.h"
+#include "atp/transport/kernel_udp.h"
+#include "transport/kernel/node_table.h"
+
+namespace atp::transport::internal {
+
+// KernelUdpQueueConfig: what a queue needs from its device.
+struct KernelUdpQueueConfig {
+  uint32_t index = 0;
+  DeviceOptions device;
+  DeviceAddress local;
+  bool gso = false;
+  bool gro = false;
+  TxCoalescing tx_coalescing = TxCoalescing::kGsoRuns;
+  uint32_t max_gso_segments = 64;
+  uint32_t gro_buffers = 8;
+};
+
+class KernelUdpQueue final : public Queue {
+ public:
+  // Create: takes ownership of `fd` (a bound, non-blocking UDP socket) even
+  // on failure. `table` outlives the queue and does not change while it runs.
+  static absl::StatusOr<std::unique_ptr<KernelUdpQueue>> Create(int fd, const NodeTable* table,
+                                                                const KernelUdpQueueConfig& config);
+  ~KernelUdpQueue() override;
+
+  uint32_t index() const override { return config_.index; }
+  const QueueCapabilities& capabilities() const override { return capabilities_; }
+  size_t RxBurst(std::span<FrameRef> frames) override;
+  size_t TxBurst(std::span<const FrameRef> frames) override;
+  size_t TxSegmented(const SegmentationJob& job) override;
+  size_t Flush() override { return 0; }  // TxBurst hands everything to the kernel
+  FramePool& rx_pool() override { return *rx_pool_; }
+  FramePool& tx_pool() override { return *tx_pool_; }
+  QueueStats stats() const override;
+  int wait_fd() const override { return fd_; }
+
+  // Batch limits: messages per sendmmsg/recvmmsg, segments per sendmmsg.
+  static constexpr size_t kMaxMessages = 64;
+  static constexpr size_t kMaxSegments = 1024;
+  // kGroBufferBytes: one receive buffer with GRO: the largest UDP datagram.
+  static constexpr size_t kGroBufferBytes = 65536;
+
+ private:
+  // A 64-byte control buffer per message: UDP_SEGMENT + IP_TOS on send;
+  // IP_TOS + SO_RXQ_OVFL + UDP_GRO on receive.
+  struct alignas(alignof(cmsghdr)) Control {
+    uint8_t bytes[64];
+  };
+  // What became of a frame handed to TxBurst.
+  enum class Fate : uint8_t { kSend, kBad, kUnroutable };
+  // SendOutcome: how far a sendmmsg batch got.
+  struct SendOutcome {
+    size_t messages_done = 0;  // sent, or dropped on a hard error
+    bool backpressure = false;
+    bool gso_refused = false;  // the route refused GSO: rebuild without it and go on
+  };
+
+  KernelUdpQueue(int fd, const NodeTable* table, const KernelUdpQueueConfig& config,
+                 std::unique_ptr<HeapFramePool> rx_pool, std::unique_ptr<HeapFramePool> tx_pool);
+
+  // Resolve: the node and queue socket a frame to (dst_ipv4, queue) goes to,
+  // or null when there is none.
+  const sockaddr_in* Resolve(uint32_t dst_ipv4, uint32_t queue);
+  // SetControl: writes message m's control data (GSO segment size when
+  // `segments` > 1 and tos when not ECT(0)).
+  void SetControl(size_t m, size_t segments, uint8_t tos);
+  // SendBatch: sendmmsg of msgs_[0, count), retried past hard errors.
+  SendOutcome SendBatch(size_t count);
+  size_t TxBurstChunk(std::span<const FrameRef> frames, bool* backpressure);
+  size_t TxSegmentedChunk(const SegmentationJob& job, size_t first, const sockaddr_in* dest,
+                          uint8_t tos, bool* backpressure);
+  size_t RxPlain(std::span<FrameRef> frames);
+  size_t RxGro(std::span<FrameRef> frames);
+  // ReceiveGroBatch: recvmmsg of up to gro_buffers datagrams into the GRO
+  // buffers; false when none came.
+  bool ReceiveGroBatch();
+  // ReadControl: TOS, drops and GRO segment size from message m's control data.
+  void ReadControl(size_t m, uint8_t* tos, uint32_t* gso_size);
+  // PrefixFor: the 42-byte L2-L4 header of a frame from `from` (valid until
+  // the next call), or null for an unknown sender.
+  const uint8_t* PrefixFor(const sockaddr_in& from, uint8_t tos);
+  void FreeFrame(const FrameRef& frame);
+
+  const int fd_;
+  const NodeTable* const table_;
+  const KernelUdpQueueConfig config_;
+  const uint16_t port_;  // base_port + index: the ports rebuilt frames carry
+  QueueCapabilities capabilities_;
+  std::unique_ptr<HeapFramePool> rx_pool_;
+  std::unique_ptr<HeapFramePool> tx_pool_;
+  bool gso_active_;  // config_.gso until a route refuses GSO
+
+  std::vector<mmsghdr> msgs_;
+  std::vector<iovec> iovs_;
+  std::vector<sockaddr_in> names_;
+  std::vector<Control> controls_;
+  std::vector<uint32_t> msg_first_;   // TX: first frame of each message
+  std::vector<uint8_t> msg_failed_;   // TX: the message hit a hard error (dropped)
+  std::vector<Fate> fates_;           // TX: per frame of the chunk
+  std::vector<uint8_t> staging_;      // TX segmentation: kMaxSegments 264-byte messages
+  // Receive with GRO: datagrams land in gro_buffers buffers of 64 KiB; each
+  // 264-byte segment is then copied once into a frame of the RX pool (cheaper
+  // than letting the kernel scatter them: 64 small copies per datagram cost it
+  // more than one large one).
+  struct Staged {
+    const uint8_t* data = nullptr;
+    uint32_t bytes = 0;      // the datagram's length
+    uint32_t segment = 0;    // GRO segment size (the length when not coalesced)
+    uint32_t offset = 0;     // the next segment
+    const uint8_t* prefix = nullptr;  // into prefixes_; null: an unknown sender
+  };
+  std::vector<uint8_t> gro_memory_;
+  std::vector<Staged> staged_;
+  std::vector<std::array<uint8_t, wire::kL2L4HeaderBytes>> prefixes_;  // one per staged datagram
+  size_t staged_count_ = 0;
+  size_t staged_next_ = 0;
+  uint64_t socket_drops_ = 0;  // SO_RXQ_OVFL: the socket's drops so far
+  uint64_t truncated_ = 0;     // bytes beyond a GRO buffer, in whole segments
+
+  // One-entry caches: the last destination's node, the last sender's prefix.
+  uint32_t cached_ipv4_ = 0;
+  std::optional<NodeTable::NodeIndex> cached_node_;
+  uint64_t last_prefix_key_ = 0;  // sender address, port and TOS
+  bool last_prefix_valid_ = false;
+  std::array<uint8_t, wire::kL2L4HeaderBytes> last_prefix_{};
+  QueueStats stats_;
+};
+
+}  // namespace atp::transport::internal
+
+#endif  // ATP_TRANSPORT_KERNEL_KERNEL_UDP_QUEUE_H_

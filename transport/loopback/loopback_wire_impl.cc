@@ -1,0 +1,154 @@
+// transport/loopback/loopback_wire_impl.cc: routing, delivery and the
+// processor of the loopback wire.
+#include "transport/loopback/loopback_wire_impl.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "transport/loopback/loopback_queue.h"
+
+namespace atp::transport {
+
+std::shared_ptr<LoopbackWire> LoopbackWire::Create(LoopbackWireOptions options) {
+  return std::make_shared<internal::LoopbackWireImpl>(std::move(options));
+}
+
+namespace internal {
+namespace {
+
+TimePoint MonotonicNow() {
+  return TimePoint::FromNanoseconds(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+void Bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
+  counter.fetch_add(n, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+LoopbackWireImpl::LoopbackWireImpl(LoopbackWireOptions options)
+    : processor_(options.processor),
+      clock_(options.clock ? std::move(options.clock) : std::function<TimePoint()>(MonotonicNow)) {}
+
+absl::StatusOr<std::unique_ptr<Device>> LoopbackWireImpl::AddEndpoint(
+    const LoopbackEndpointOptions& options) {
+  if (absl::Status status = options.Validate(); !status.ok()) return status;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (by_ipv4_.contains(options.address.ipv4.value)) {
+    return absl::AlreadyExistsError(absl::StrCat("loopback wire: ", options.address.ipv4.ToString(),
+                                                 " already has an endpoint"));
+  }
+  const auto id = static_cast<EndpointId>(endpoints_.size());
+  auto endpoint = std::make_unique<Endpoint>();
+  endpoint->address = options.address;
+  endpoint->base_port = options.device.base_port;
+  endpoint->ring_drops = std::make_unique<std::atomic<uint64_t>[]>(options.device.num_queues);
+  for (uint32_t q = 0; q < options.device.num_queues; ++q) {
+    endpoint->rings.push_back(std::make_unique<FrameSlotRing>(options.device.rx_ring_frames));
+  }
+  endpoints_.push_back(std::move(endpoint));
+  by_ipv4_[options.address.ipv4.value] = id;
+
+  std::vector<std::unique_ptr<LoopbackQueue>> queues;
+  for (uint32_t q = 0; q < options.device.num_queues; ++q) {
+    absl::StatusOr<std::unique_ptr<LoopbackQueue>> queue =
+        LoopbackQueue::Create(this, id, q, options.device);
+    if (!queue.ok()) {
+      endpoints_.back()->open.store(false, std::memory_order_release);
+      by_ipv4_.erase(options.address.ipv4.value);
+      return queue.status();
+    }
+    queues.push_back(*std::move(queue));
+  }
+  return std::make_unique<LoopbackDevice>(shared_from_this(), id, options, std::move(queues));
+}
+
+std::optional<EndpointId> LoopbackWireImpl::FindEndpoint(wire::Ipv4Address ipv4) const {
+  auto it = by_ipv4_.find(ipv4.value);
+  if (it == by_ipv4_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t LoopbackWireImpl::RxBacklog(EndpointId endpoint, uint32_t queue) const {
+  if (endpoint >= endpoints_.size() || queue >= endpoints_[endpoint]->rings.size()) return 0;
+  return endpoints_[endpoint]->rings[queue]->Backlog();
+}
+
+LoopbackWireStats LoopbackWireImpl::stats() const {
+  LoopbackWireStats s;
+  s.frames_in = frames_in_.load(std::memory_order_relaxed);
+  s.delivered = delivered_.load(std::memory_order_relaxed);
+  s.processor_drops = processor_drops_.load(std::memory_order_relaxed);
+  s.unroutable = unroutable_.load(std::memory_order_relaxed);
+  s.egress_drops = egress_drops_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void LoopbackWireImpl::Close(EndpointId endpoint) {
+  endpoints_[endpoint]->open.store(false, std::memory_order_release);
+}
+
+PushResult LoopbackWireImpl::PushDirect(EndpointId endpoint, uint32_t queue, const uint8_t* frame) {
+  Endpoint& e = *endpoints_[endpoint];
+  if (queue >= e.rings.size() || !e.open.load(std::memory_order_acquire)) {
+    Bump(frames_in_);
+    Bump(unroutable_);
+    return PushResult::kUnroutable;
+  }
+  if (!e.rings[queue]->TryPush(frame)) return PushResult::kRingFull;
+  Bump(frames_in_);
+  Bump(delivered_);
+  return PushResult::kDelivered;
+}
+
+void LoopbackWireImpl::Deliver(EndpointId endpoint, const uint8_t* frame) {
+  if (endpoint >= endpoints_.size()) {
+    Bump(unroutable_);
+    return;
+  }
+  Endpoint& e = *endpoints_[endpoint];
+  const uint32_t queue = uint32_t{LoadBig16(frame + kUdpDstPortOffset)} - e.base_port;
+  if (queue >= e.rings.size() || !e.open.load(std::memory_order_acquire)) {
+    Bump(unroutable_);
+    return;
+  }
+  if (!e.rings[queue]->TryPush(frame)) {
+    Bump(egress_drops_);
+    Bump(e.ring_drops[queue]);
+    return;
+  }
+  Bump(delivered_);
+}
+
+void LoopbackWireImpl::ProcessAndDeliver(EndpointId from, std::span<const FrameRef> frames) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const TimePoint now = clock_();
+  Bump(frames_in_, frames.size());
+  for (const FrameRef& frame : frames) {
+    const WireDecision decision = processor_->Process(
+        std::span<uint8_t, kFrameBytes>(frame.data, kFrameBytes), from, now, *this);
+    switch (decision.action) {
+      case WireAction::kDrop:
+        Bump(processor_drops_);
+        break;
+      case WireAction::kRoute: {
+        auto it = by_ipv4_.find(LoadBig32(frame.data + kIpDstOffset));
+        if (it == by_ipv4_.end()) {
+          Bump(unroutable_);
+        } else {
+          Deliver(it->second, frame.data);
+        }
+        break;
+      }
+      case WireAction::kSendTo:
+        for (EndpointId endpoint : decision.endpoints) Deliver(endpoint, frame.data);
+        break;
+    }
+  }
+}
+
+}  // namespace internal
+}  // namespace atp::transport

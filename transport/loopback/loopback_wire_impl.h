@@ -1,0 +1,93 @@
+// transport/loopback/loopback_wire_impl.h: the wire behind LoopbackWire: its
+// endpoints' receive rings, the routing table and the processor. Private to
+// transport/loopback.
+#ifndef ATP_TRANSPORT_LOOPBACK_LOOPBACK_WIRE_IMPL_H_
+#define ATP_TRANSPORT_LOOPBACK_LOOPBACK_WIRE_IMPL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "atp/transport/loopback.h"
+#include "transport/common/frame_layout.h"
+#include "transport/loopback/frame_slot_ring.h"
+
+namespace atp::transport::internal {
+
+// PushResult: what happened to one frame offered to the wire without a processor.
+enum class PushResult : uint8_t {
+  kDelivered,    // copied onto the receive ring
+  kRingFull,     // the receive ring is full: try again later
+  kUnroutable,   // no such endpoint or queue, or the endpoint is closed: drop it
+};
+
+class LoopbackWireImpl final : public LoopbackWire,
+                               public std::enable_shared_from_this<LoopbackWireImpl> {
+ public:
+  explicit LoopbackWireImpl(LoopbackWireOptions options);
+
+  absl::StatusOr<std::unique_ptr<Device>> AddEndpoint(
+      const LoopbackEndpointOptions& options) override;
+  std::optional<EndpointId> FindEndpoint(wire::Ipv4Address ipv4) const override;
+  size_t num_endpoints() const override { return endpoints_.size(); }
+  size_t RxBacklog(EndpointId endpoint, uint32_t queue) const override;
+  LoopbackWireStats stats() const override;
+
+  // The datapath, called by LoopbackQueue.
+  bool has_processor() const { return processor_ != nullptr; }
+
+  // PushDirect: no processor. Delivers `frame` to queue `queue` of `endpoint`
+  // (an id from FindEndpoint).
+  PushResult PushDirect(EndpointId endpoint, uint32_t queue, const uint8_t* frame);
+
+  // ProcessAndDeliver: processor mode. Runs the processor over each frame, in
+  // order, under the wire's lock, and delivers the copies it asks for. Every
+  // frame is consumed (the caller frees them all afterwards).
+  void ProcessAndDeliver(EndpointId from, std::span<const FrameRef> frames);
+
+  // Close: the endpoint's device is gone; frames for it are unroutable.
+  void Close(EndpointId endpoint);
+
+  // ring / ring_drops: a queue's receive ring and its egress-drop counter.
+  FrameSlotRing& ring(EndpointId endpoint, uint32_t queue) {
+    return *endpoints_[endpoint]->rings[queue];
+  }
+  const std::atomic<uint64_t>& ring_drops(EndpointId endpoint, uint32_t queue) const {
+    return endpoints_[endpoint]->ring_drops[queue];
+  }
+
+ private:
+  struct Endpoint {
+    DeviceAddress address;
+    uint16_t base_port = 0;
+    std::vector<std::unique_ptr<FrameSlotRing>> rings;  // one per queue
+    std::unique_ptr<std::atomic<uint64_t>[]> ring_drops;  // processor-mode drops per queue
+    std::atomic<bool> open{true};
+  };
+
+  // Deliver: processor mode, one copy to `endpoint` (the queue named by the
+  // frame's UDP port); counts what goes wrong.
+  void Deliver(EndpointId endpoint, const uint8_t* frame);
+
+  FrameProcessor* const processor_;
+  const std::function<TimePoint()> clock_;
+  std::mutex mu_;  // serializes AddEndpoint and the processor
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;      // appended before traffic only
+  absl::flat_hash_map<uint32_t, EndpointId> by_ipv4_;     // likewise
+
+  std::atomic<uint64_t> frames_in_{0};
+  std::atomic<uint64_t> delivered_{0};
+  std::atomic<uint64_t> processor_drops_{0};
+  std::atomic<uint64_t> unroutable_{0};
+  std::atomic<uint64_t> egress_drops_{0};
+};
+
+}  // namespace atp::transport::internal
+
+#endif  // ATP_TRANSPORT_LOOPBACK_LOOPBACK_WIRE_IMPL_H_
