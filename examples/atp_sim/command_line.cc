@@ -10,6 +10,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "examples/atp_sim/scenarios.h"
 
 namespace atp::sim_tool {
 namespace {
@@ -20,7 +21,9 @@ constexpr char kUsage[] =
     "result is exact.\n"
     "\n"
     "usage: atp-sim [--flag=value ...]\n"
+    "       atp-sim --scenario=NAME [--scale=full|small] [--seed=S] [--json]\n"
     "  e.g. atp-sim --workers=4 --racks=2 --loss=0.001 --tensor_mb=4 --iterations=3\n"
+    "       atp-sim --scenario=loss-sweep --scale=small\n"
     "\n"
     "Flags may also be written with dashes (--tensor-mb) and as '--flag value'.\n"
     "Exit status: 0 every result exact; 1 a result was wrong or a job did not finish;\n"
@@ -37,7 +40,11 @@ bool Ours(const absl::CommandLineFlag& flag) {
 }
 
 [[noreturn]] void PrintHelpAndExit() {
-  std::printf("%s\nflags:\n", kUsage);
+  std::printf("%s\nscenarios (--scenario=NAME):\n", kUsage);
+  for (const ScenarioInfo& info : Scenarios()) {
+    std::printf("  %-20s %s\n", std::string(info.name).c_str(), std::string(info.summary).c_str());
+  }
+  std::printf("\nflags:\n");
   std::vector<absl::CommandLineFlag*> flags;
   for (const auto& [name, flag] : absl::GetAllFlags()) {
     if (Ours(*flag)) flags.push_back(flag);

@@ -7,6 +7,7 @@
 #include "examples/atp_sim/command_line.h"
 #include "examples/atp_sim/options.h"
 #include "examples/atp_sim/report.h"
+#include "examples/atp_sim/scenarios.h"
 #include "lib/sim/experiment.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "atp-sim: %s (see atp-sim --help)\n",
                  std::string(options.status().message()).c_str());
     return kExitUsage;
+  }
+  if (!options->scenario.empty()) {
+    absl::StatusOr<atp::sim_tool::ScenarioTable> table = atp::sim_tool::RunScenario(
+        options->scenario, options->scale, options->experiment.seed);
+    if (!table.ok()) {
+      std::fprintf(stderr, "atp-sim: %s\n", std::string(table.status().message()).c_str());
+      return kExitUsage;
+    }
+    const std::string text = options->format == atp::sim_tool::OutputFormat::kJson
+                                 ? atp::sim_tool::FormatScenarioJson(*table)
+                                 : atp::sim_tool::FormatScenarioText(*table);
+    std::fputs(text.c_str(), stdout);
+    return table->exact ? 0 : 1;
   }
   auto experiment = atp::sim::Experiment::Create(options->experiment);
   if (!experiment.ok()) {

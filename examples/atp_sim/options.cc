@@ -62,6 +62,13 @@ ABSL_FLAG(double, jitter_us, 10.0,
 ABSL_FLAG(double, sample_us, 0.0,
           "If > 0, sample each job's goodput (worker 0's completed fragments) this often, in "
           "microseconds; the series is in the JSON output as goodput_series_gbps.");
+ABSL_FLAG(std::string, scenario, "",
+          "Run a named scenario (one of the paper's experiments, several runs summed up in one "
+          "table beside the paper's number) instead of one run; see 'scenarios' above. Only "
+          "--scale, --seed and --json apply to it.");
+ABSL_FLAG(std::string, scale, "full",
+          "Size of a --scenario's runs: 'full' (the sizes bench/results/simulator.md reports) or "
+          "'small' (smaller tensors, for quick checks and ctest).");
 ABSL_FLAG(double, time_limit_ms, 60000.0,
           "Simulated time after which unfinished jobs are reported as not completed.");
 
@@ -100,6 +107,23 @@ absl::StatusOr<Options> OptionsFromFlags() {
   Options options;
   ExperimentConfig& config = options.experiment;
   options.format = absl::GetFlag(FLAGS_json) ? OutputFormat::kJson : OutputFormat::kTable;
+  options.scenario = absl::GetFlag(FLAGS_scenario);
+  if (!options.scenario.empty()) {
+    bool known = false;
+    for (const ScenarioInfo& info : Scenarios()) known = known || info.name == options.scenario;
+    if (!known) {
+      return Bad("scenario", absl::StrCat("unknown scenario '", options.scenario,
+                                          "'; scenarios: ", ScenarioNames()));
+    }
+  }
+  const std::string scale = absl::GetFlag(FLAGS_scale);
+  if (scale == "full") {
+    options.scale = Scale::kFull;
+  } else if (scale == "small") {
+    options.scale = Scale::kSmall;
+  } else {
+    return Bad("scale", absl::StrCat("'", scale, "' is neither 'full' nor 'small'"));
+  }
 
   const int workers = absl::GetFlag(FLAGS_workers);
   const int racks = absl::GetFlag(FLAGS_racks);

@@ -4,7 +4,10 @@
 #ifndef ATP_EXAMPLES_ATP_SIM_OPTIONS_H_
 #define ATP_EXAMPLES_ATP_SIM_OPTIONS_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
+#include "examples/atp_sim/scenarios.h"
 #include "lib/sim/experiment.h"
 
 namespace atp::sim_tool {
@@ -15,6 +18,10 @@ enum class OutputFormat { kTable, kJson };
 struct Options {
   sim::ExperimentConfig experiment;
   OutputFormat format = OutputFormat::kTable;
+  // scenario: a named scenario (scenarios.h) to run instead of `experiment`;
+  // empty = run `experiment`.
+  std::string scenario;
+  Scale scale = Scale::kFull;
 };
 
 // OptionsFromFlags: reads the parsed flags; InvalidArgumentError names the

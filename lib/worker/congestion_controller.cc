@@ -14,10 +14,20 @@ CongestionController::CongestionController(const Config& config)
 void CongestionController::OnAck(uint64_t position, EcnMark ecn, uint64_t lowest_unacked) {
   if (!any_ack_ || position > largest_acked_) largest_acked_ = position;
   any_ack_ = true;
+  if (ecn == EcnMark::kMarked) {
+    acks_since_ecn_ = 0;
+  } else if (acks_since_ecn_ != UINT64_MAX) {
+    ++acks_since_ecn_;
+  }
   if (config_.mode == Mode::kAimd) {
     if (InReductionEpoch(position)) {
-      // The same congestion event: no second halving, no growth.
-      if (ecn == EcnMark::kMarked) ++ignored_signals_;
+      // The same congestion event: no second halving, and no growth unless
+      // this is a timeout's recovery (which slow starts on unmarked acks).
+      if (ecn == EcnMark::kMarked) {
+        ++ignored_signals_;
+      } else if (timeout_epoch_) {
+        Grow();
+      }
     } else if (ecn == EcnMark::kMarked) {
       MaybeReduce(position);
     } else {
@@ -28,8 +38,31 @@ void CongestionController::OnAck(uint64_t position, EcnMark ecn, uint64_t lowest
 }
 
 void CongestionController::OnLoss(uint64_t position, uint64_t lowest_unacked) {
-  if (config_.mode == Mode::kAimd) MaybeReduce(position);
+  if (config_.mode == Mode::kAimd) {
+    if (config_.loss_response == LossResponse::kHalveOnlyWithEcn &&
+        acks_since_ecn_ > 2 * uint64_t{window_}) {
+      ++losses_without_ecn_;
+    } else {
+      MaybeReduce(position);
+    }
+  }
   UpdateSendBound(lowest_unacked);
+}
+
+void CongestionController::OnTimeout() {
+  if (config_.mode != Mode::kAimd) return;
+  // A timeout during a timeout's recovery (no acknowledgement beyond the
+  // epoch yet) is the same event: the threshold stays (like Linux TCP in
+  // its Loss state), so the recovery slow starts back to it.
+  const bool same_event = timeout_epoch_ && reduced_ &&
+                          (!any_ack_ || largest_acked_ < reduction_epoch_end_);
+  if (!same_event) ssthresh_ = std::max<uint32_t>(kMinTimeoutSsthresh, window_ / 2);
+  window_ = std::min<uint32_t>(kTimeoutWindow, std::max<uint32_t>(1, config_.max_window));
+  acked_since_increase_ = 0;
+  reduced_ = true;
+  timeout_epoch_ = true;
+  reduction_epoch_end_ = send_bound_;
+  ++timeouts_;
 }
 
 bool CongestionController::MaybeReduce(uint64_t position) {
@@ -41,6 +74,7 @@ bool CongestionController::MaybeReduce(uint64_t position) {
   window_ = ssthresh_;
   acked_since_increase_ = 0;
   reduced_ = true;
+  timeout_epoch_ = false;
   // Everything sent so far is below send_bound_: the first ack at or beyond
   // it is for a fragment sent after this reduction.
   reduction_epoch_end_ = send_bound_;
@@ -79,7 +113,10 @@ CongestionController::DebugState CongestionController::debug_state() const {
   state.in_reduction_epoch = reduced_ && (!any_ack_ || largest_acked_ < reduction_epoch_end_);
   state.reduction_epoch_end = reduction_epoch_end_;
   state.send_bound = send_bound_;
+  state.in_timeout_epoch = state.in_reduction_epoch && timeout_epoch_;
   state.reductions = reductions_;
+  state.timeouts = timeouts_;
+  state.losses_without_ecn = losses_without_ecn_;
   state.ignored_signals = ignored_signals_;
   return state;
 }

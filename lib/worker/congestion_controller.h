@@ -8,7 +8,8 @@
 // (slow start) and then by one per window's worth of acknowledged fragments,
 // i.e. one per round trip (congestion avoidance). An `ecn` mark or a detected
 // loss halves it (ssthresh = window = max(1, window / 2)), at most once per
-// round trip. It never leaves [1, max_window] (max_window = the queue's slots).
+// round trip; with LossResponse::kHalveOnlyWithEcn (WorkerQueueConfig's
+// default) a loss halves it only if a mark arrived recently. It never leaves [1, max_window] (max_window = the queue's slots).
 // With Mode::kFixedWindow the window stays at initial_window whatever happens
 // (the simulator's congestion-control-off experiments).
 //
@@ -30,8 +31,27 @@
 // fragment that was necessarily sent after the reduction: one round trip
 // later. During the epoch, further ecn marks and losses (which belong to the
 // same congestion event) are ignored and the window does not grow (like TCP
-// NewReno recovery). Retransmission timeouts do not touch the window: they
-// are local timers and would split the windows.
+// NewReno recovery).
+//
+// A retransmission timeout (OnTimeout) is the one input that is not on the
+// ACK stream, and it must still shrink the window: a timeout means the
+// network dropped a whole window's worth of traffic (incast on small
+// buffers), and resends are never aggregated by the switches (ATP-SPEC
+// section 4, rule 4), so resending a full window from every worker would
+// multiply the traffic into the already full port. Like TCP, a timeout sets
+// ssthresh = max(2, window / 2) (not again for a timeout inside a timeout
+// epoch: the same event, like Linux TCP's Loss state), collapses the window to kTimeoutWindow and
+// opens a "timeout epoch" ending at send_bound (every fragment sent so far,
+// all resent one by one as the window allows). Inside it the window slow
+// starts on every unmarked acknowledgement (the resent fragments are below
+// the epoch's end: an ordinary reduction epoch would freeze the window at
+// one fragment for the whole recovery), while ecn marks and losses are
+// ignored (they belong to the event that caused the timeout) and marked
+// acknowledgements do not grow it. The workers of a job time out for the same
+// loss at nearly the same time, and the window after a timeout depends only
+// on the window before it, so the windows stay together as far as local
+// timers allow: workers that time out between the same two parameter
+// packets have the same window afterwards.
 //
 //   CongestionController cc(config);
 //   cc.OnAck(position, ecn ? EcnMark::kMarked : EcnMark::kNotMarked, lowest_unacked);
@@ -48,6 +68,19 @@ enum class EcnMark : uint8_t { kNotMarked, kMarked };
 
 class CongestionController {
  public:
+  // LossResponse: what a detected loss (OnLoss) does to the window.
+  enum class LossResponse : uint8_t {
+    // ATP-SPEC section 5: halve, at most once per round trip.
+    kHalve,
+    // Halve only if an `ecn` mark arrived within the last 2 x window
+    // acknowledgements (the ACK stream only, so workers stay together).
+    // With ECN thresholds far below the switches' buffers, a queue marks
+    // long before it tail-drops, so a loss without marks is not congestion
+    // (corruption, a flapping link): halving for it costs Reno's
+    // 1.22 / sqrt(p) fragments per round trip for nothing.
+    kHalveOnlyWithEcn,
+  };
+
   enum class Mode : uint8_t {
     kAimd,         // ATP-SPEC section 5
     kFixedWindow,  // window = initial_window forever
@@ -60,6 +93,7 @@ class CongestionController {
     // initial_ssthresh is 0.
     uint32_t max_window = 256;
     uint32_t initial_ssthresh = 0;  // 0: max_window (no threshold)
+    LossResponse loss_response = LossResponse::kHalve;
     // Requires 1 <= initial_window <= max_window (the engine validates it).
   };
 
@@ -72,8 +106,11 @@ class CongestionController {
     bool in_reduction_epoch = false;   // no ack at or beyond its end yet
     uint64_t reduction_epoch_end = 0;  // first position whose ack ends the epoch
     uint64_t send_bound = 0;
+    bool in_timeout_epoch = false;     // the epoch was opened by a timeout
     uint64_t reductions = 0;           // window halvings done
+    uint64_t timeouts = 0;             // OnTimeout calls that collapsed the window
     uint64_t ignored_signals = 0;      // ecn/loss signals inside an epoch
+    uint64_t losses_without_ecn = 0;   // losses kHalveOnlyWithEcn did not act on
   };
 
   explicit CongestionController(const Config& config);
@@ -86,6 +123,16 @@ class CongestionController {
   // OnLoss: the loss detector declared `position` lost (and it is being
   // resent). `lowest_unacked` as for OnAck.
   void OnLoss(uint64_t position, uint64_t lowest_unacked);
+
+  // kTimeoutWindow: the window after a retransmission timeout.
+  static constexpr uint32_t kTimeoutWindow = 1;
+  // kMinTimeoutSsthresh: ssthresh never drops below this on a timeout (TCP's
+  // two segments), so recovery slow starts at least to two fragments.
+  static constexpr uint32_t kMinTimeoutSsthresh = 2;
+
+  // OnTimeout: the engine's retransmission timer fired (see above). Does
+  // nothing with Mode::kFixedWindow.
+  void OnTimeout();
 
   // window: fragments the engine may have in flight (sent, unacknowledged).
   uint32_t window() const { return window_; }
@@ -111,12 +158,17 @@ class CongestionController {
   uint32_t ssthresh_;
   uint32_t acked_since_increase_ = 0;  // congestion avoidance counter
   bool reduced_ = false;               // a reduction has happened
+  bool timeout_epoch_ = false;         // the current epoch came from OnTimeout
   bool any_ack_ = false;
   uint64_t largest_acked_ = 0;
   uint64_t reduction_epoch_end_ = 0;
   uint64_t send_bound_;
   uint64_t reductions_ = 0;
+  uint64_t timeouts_ = 0;
   uint64_t ignored_signals_ = 0;
+  uint64_t losses_without_ecn_ = 0;
+  // Acknowledgements since the last `ecn` mark (saturating); starts "long ago".
+  uint64_t acks_since_ecn_ = UINT64_MAX;
 };
 
 }  // namespace atp::worker

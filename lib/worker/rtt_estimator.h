@@ -8,7 +8,19 @@
 //   rto = min(max_rto, max(floor, srtt + 4 * rttvar) * backoff^timeouts)
 //
 // (initial_rto before the first sample, backed off the same way). Every
-// timeout multiplies it by `rto_backoff`; a new sample resets the backoff.
+// timeout multiplies it by `rto_backoff`; a new sample, or progress (the
+// engine's lowest unacknowledged position advanced: OnProgress), resets the
+// backoff. Progress is proof that the path works even when no sample can be
+// taken (every completion answered a resend, so Karn's rule forbids one):
+// without the reset, such a queue pays a timeout at max_rto for every loss.
+//
+// The default floor is 200 us: the simulated round trip is ~10 us and a
+// datacenter's is tens of microseconds, but a round trip here also waits for
+// the job's slowest worker, and hosts add scheduling jitter of the order of
+// 100 us; 200 us keeps a spurious timeout rare (and one costs little: the
+// window collapses to one fragment, CongestionController::OnTimeout) while
+// a real loss that reordering cannot detect costs 20 round trips, not 100
+// (the former 1 ms floor).
 //
 // The estimator owns no timer: the engine asks for Rto() and computes its own
 // deadline. A round trip here is "gradient sent" to "parameter packet
@@ -31,9 +43,9 @@ namespace atp::worker {
 class RttEstimator {
  public:
   struct Config {
-    TimeDelta rto_floor = TimeDelta::FromMilliseconds(1);
+    TimeDelta rto_floor = TimeDelta::FromMicroseconds(200);
     TimeDelta initial_rto = TimeDelta::FromMilliseconds(20);
-    TimeDelta max_rto = TimeDelta::FromSeconds(1);
+    TimeDelta max_rto = TimeDelta::FromMilliseconds(100);
     // rto_backoff: factor applied per consecutive timeout, >= 1.
     double rto_backoff = 2.0;
 
@@ -60,6 +72,11 @@ class RttEstimator {
   // OnSample: one measured round trip of a fragment sent once. Ignores
   // negative samples (a caller clock error). Resets the backoff.
   void OnSample(TimeDelta rtt);
+
+  // OnProgress: the queue's lowest unacknowledged position advanced (any
+  // acknowledgement, of a first transmission or of a resend): resets the
+  // backoff, keeps the smoothed statistics.
+  void OnProgress() { timeouts_ = 0; }
 
   // OnTimeout: the retransmission timer fired; the next Rto() is longer by
   // the backoff factor (up to max_rto).

@@ -47,6 +47,10 @@ absl::Status WorkerQueueConfig::Validate() const {
       congestion_control != CongestionControl::kFixedWindow) {
     return FieldError("congestion_control", "unknown mode");
   }
+  if (loss_response != CongestionController::LossResponse::kHalve &&
+      loss_response != CongestionController::LossResponse::kHalveOnlyWithEcn) {
+    return FieldError("loss_response", "unknown value");
+  }
   if (absl::Status s = rtt_config().Validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("WorkerQueueConfig.", s.message()));
   }

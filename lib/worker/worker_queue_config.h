@@ -55,11 +55,20 @@ struct WorkerQueueConfig {
   // when congestion_control is kFixedWindow).
   uint32_t initial_window = 200;
   CongestionControl congestion_control = CongestionControl::kAimd;
+  // loss_response: see CongestionController::LossResponse.
+  // The default halves on every detected loss, as ATP-SPEC section 5 says;
+  // kHalveOnlyWithEcn (halve only when ECN was seen recently) is an option
+  // for deployments whose switches mark long before they drop.
+  CongestionController::LossResponse loss_response = CongestionController::LossResponse::kHalve;
   // Retransmission timeout (see RttEstimator): floor, value before the first
-  // sample, ceiling, and the factor per consecutive timeout.
-  TimeDelta rto_floor = TimeDelta::FromMilliseconds(1);
+  // sample, ceiling, and the factor per consecutive timeout. The floor's
+  // default (200 us) is explained in rtt_estimator.h.
+  TimeDelta rto_floor = TimeDelta::FromMicroseconds(200);
   TimeDelta initial_rto = TimeDelta::FromMilliseconds(20);
-  TimeDelta max_rto = TimeDelta::FromSeconds(1);
+  // max_rto: 100 ms is 10^4 simulated round trips; a timeout sends one
+  // fragment per worker (the window collapses), so a longer ceiling protects
+  // nothing and only stretches recovery under heavy loss.
+  TimeDelta max_rto = TimeDelta::FromMilliseconds(100);
   double rto_backoff = 2.0;
 
   // Validate: the shape is valid and every field is in range; the message
@@ -74,7 +83,10 @@ struct WorkerQueueConfig {
   }
   CongestionController::Config cc_config() const {
     return CongestionController::Config{
-        .mode = congestion_control, .initial_window = initial_window, .max_window = slots};
+        .mode = congestion_control,
+        .initial_window = initial_window,
+        .max_window = slots,
+        .loss_response = loss_response};
   }
 };
 

@@ -88,12 +88,39 @@ WorkerQueueEngine::Operation& WorkerQueueEngine::OperationForNextSend() {
 bool WorkerQueueEngine::MaySendNew() const {
   // The window bounds the fragments in flight; the slots bound the span
   // [expected_, next_send_], so the slot of next_send_ is free: its previous
-  // position, next_send_ - slots, is below expected_ (acknowledged).
-  return next_send_ < assigned_end_ && in_flight_ < cc_.window() &&
+  // position, next_send_ - slots, is below expected_ (acknowledged). New
+  // positions wait for a timeout's recovery to finish, after which every
+  // fragment in flight counts against the window again.
+  return next_send_ < assigned_end_ && !RecoveryPending() && window_in_flight_ < cc_.window() &&
          next_send_ < expected_ + config_.slots;
 }
 
-bool WorkerQueueEngine::WantsToSend() const { return resend_count_ > 0 || MaySendNew(); }
+bool WorkerQueueEngine::WantsToSend() const {
+  return resend_count_ > 0 || (RecoveryPending() && window_in_flight_ < cc_.window()) ||
+         MaySendNew();
+}
+
+void WorkerQueueEngine::CountAgainstWindow(Slot& slot) {
+  if (slot.counted) return;
+  slot.counted = true;
+  ++window_in_flight_;
+}
+
+void WorkerQueueEngine::TakeRttSample(TimeDelta rtt) {
+  rtt_.OnSample(rtt);
+  ++counters_.rtt_samples;
+}
+
+void WorkerQueueEngine::SkipRecoveredPositions() {
+  recovery_next_ = std::max(recovery_next_, expected_);
+  while (recovery_next_ < recovery_end_) {
+    const Slot& slot = SlotOf(recovery_next_);
+    if (slot.state == SlotState::kInFlight && slot.position == recovery_next_ && !slot.counted) {
+      return;
+    }
+    ++recovery_next_;
+  }
+}
 
 TimePoint WorkerQueueEngine::NextDeadline() const {
   return in_flight_ > 0 ? rto_deadline_ : TimePoint::Infinite();
@@ -117,9 +144,17 @@ void WorkerQueueEngine::QueueResend(uint64_t position, ResendCause cause) {
 void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
   ++counters_.timeouts;
   rtt_.OnTimeout();
+  cc_.OnTimeout();
+  // Every fragment in flight is presumed lost: none counts against the
+  // window until it is resent, oldest first, as the (collapsed) window allows.
   for (uint64_t p = expected_; p < next_send_; ++p) {
-    if (SlotOf(p).state == SlotState::kInFlight) QueueResend(p, ResendCause::kTimeout);
+    Slot& slot = SlotOf(p);
+    if (slot.state == SlotState::kInFlight) slot.counted = false;
   }
+  window_in_flight_ = 0;
+  recovery_next_ = expected_;
+  recovery_end_ = next_send_;
+  SkipRecoveredPositions();
   loss_.OnTimeout(expected_, cc_.send_bound());
   rto_deadline_ = now + rtt_.Rto();
 }
@@ -151,13 +186,39 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     if (!slot.resend_queued || slot.position != position) continue;
     slot.resend_queued = false;
     if (slot.state != SlotState::kInFlight) continue;
-    slot.resent = true;
+    if (slot.resend_cause == ResendCause::kOverflow && slot.timed) {
+      // The only transmission that can still be answered: time it.
+      slot.sent_time = now;
+    } else {
+      slot.timed = false;
+    }
+    CountAgainstWindow(slot);
     BuildMessage(slot, Transmission::kResend, out[n++]);
     switch (slot.resend_cause) {
       case ResendCause::kLoss: ++counters_.resends_loss; break;
       case ResendCause::kTimeout: ++counters_.resends_timeout; break;
       case ResendCause::kOverflow: ++counters_.resends_overflow; break;
     }
+  }
+  SkipRecoveredPositions();
+  while (n < out.size() && RecoveryPending() && window_in_flight_ < cc_.window()) {
+    Slot& slot = SlotOf(recovery_next_);
+    ResendCause cause = ResendCause::kTimeout;
+    if (slot.resend_queued) {
+      // Also queued for another cause: this send answers it (the ring entry
+      // is skipped), and counts as that cause.
+      cause = slot.resend_cause;
+      slot.resend_queued = false;
+    }
+    slot.timed = false;
+    CountAgainstWindow(slot);
+    BuildMessage(slot, Transmission::kResend, out[n++]);
+    switch (cause) {
+      case ResendCause::kLoss: ++counters_.resends_loss; break;
+      case ResendCause::kTimeout: ++counters_.resends_timeout; break;
+      case ResendCause::kOverflow: ++counters_.resends_overflow; break;
+    }
+    SkipRecoveredPositions();
   }
   while (n < out.size() && MaySendNew()) {
     Operation& op = OperationForNextSend();
@@ -167,7 +228,8 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     slot.op = &op;
     slot.sent_time = now;
     slot.state = SlotState::kInFlight;
-    slot.resent = false;
+    slot.timed = true;
+    slot.counted = true;
     slot.send_as_float = false;
     slot.resend_queued = false;
     BuildMessage(slot, Transmission::kFirst, out[n]);
@@ -176,6 +238,7 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     ++n;
     if (in_flight_ == 0) rto_deadline_ = now + rtt_.Rto();
     ++in_flight_;
+    ++window_in_flight_;
     ++next_send_;
   }
   return n;
@@ -204,8 +267,19 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
 
   if (h.IsOverflowRequest()) {
     ++counters_.overflow_requests;
+    if (slot.send_as_float) {
+      // A repeated request (another worker's integer contribution came
+      // late): a second float32 resend goes out; which one the result will
+      // answer is ambiguous.
+      slot.timed = false;
+    } else if (slot.timed) {
+      // The request answers the integer fragment, sent once: a round trip.
+      TakeRttSample(now - slot.sent_time);
+    }
     slot.send_as_float = true;
     QueueResend(position, ResendCause::kOverflow);
+    // The request proves the path works: the float32 resend gets a full RTO.
+    rto_deadline_ = now + rtt_.Rto();
     return;
   }
 
@@ -223,20 +297,29 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
     ++counters_.collisions_seen;
   }
   if (h.ecn) ++counters_.ecn_marks;
-  if (!slot.resent) rtt_.OnSample(now - slot.sent_time);
+  if (slot.timed) TakeRttSample(now - slot.sent_time);
 
   slot.state = SlotState::kAcked;
   --in_flight_;
+  if (slot.counted) {
+    slot.counted = false;
+    --window_in_flight_;
+  }
   if (++op.acked == op.fragments) {
     assert(completions_.size() < completions_.capacity());
     completions_.push_back(op.id);  // capacity reserved by Enqueue
     --operations_not_done_;
     ++counters_.operations_completed;
   }
+  const uint64_t expected_before = expected_;
   while (expected_ < next_send_ && SlotOf(expected_).state == SlotState::kAcked) {
     SlotOf(expected_).state = SlotState::kFree;
     ++expected_;
   }
+  // Progress proves the path works, sample or not (every completion may
+  // answer a resend): the RTO returns to its unbacked value.
+  if (expected_ != expected_before) rtt_.OnProgress();
+  SkipRecoveredPositions();
 
   cc_.OnAck(position, h.ecn ? EcnMark::kMarked : EcnMark::kNotMarked, expected_);
   if (loss_.OnAck(position, expected_, cc_.send_bound()) == LossVerdict::kLost) {
@@ -261,6 +344,8 @@ WorkerQueueStats WorkerQueueEngine::stats() const {
   s.window = cc_.window();
   s.ssthresh = cc_.ssthresh();
   s.in_flight = in_flight_;
+  s.window_in_flight = window_in_flight_;
+  s.recovery_pending = recovery_end_ - std::min(recovery_next_, recovery_end_);
   s.lowest_unacked = expected_;
   s.next_position = next_send_;
   s.queued_positions = assigned_end_ - next_send_;

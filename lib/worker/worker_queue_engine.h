@@ -34,7 +34,25 @@
 // fragment at a time. Counting fragments in flight (not the span from the
 // lowest unacknowledged position) keeps parameter packets flowing past a
 // lost fragment, so loss detection works with windows as small as 2.
-// Resends are not limited by the window (their positions are in flight).
+// Resends after a detected loss or an overflow request are not limited by
+// the window (their positions are in flight).
+//
+// Timeout: when the retransmission timer fires, every fragment in flight is
+// presumed lost (like TCP's RTO): none of them counts toward the window any
+// more, the congestion controller collapses the window to one fragment
+// (CongestionController::OnTimeout), and they are resent oldest first as the
+// window allows, before any new position ("recovery"). A late
+// acknowledgement of an original send simply removes its position from the
+// recovery. So a timeout never floods the network with a whole window of
+// resends, which the switches would not aggregate (ATP-SPEC section 4,
+// rule 4): 1,024 workers timing out together send 1,024 frames, not 200,000.
+//
+// Round trips: a sample is taken from the acknowledgement of a fragment sent
+// once (Karn's rule), from an overflow request answering a fragment sent
+// once, and from the acknowledgement of the float32 resend that answered
+// that request (the request is not a loss: that resend is the only
+// transmission outstanding). The RTO backoff is reset whenever the lowest
+// unacknowledged position advances (RttEstimator::OnProgress).
 //
 // Resends re-encode the fragment from the caller's input instead of keeping a
 // copy: the input must stay unchanged until its operation completes (that is
@@ -84,11 +102,14 @@ struct WorkerQueueStats {
   // Events.
   uint64_t loss_events = 0;          // positions declared lost by reordering
   uint64_t timeouts = 0;             // retransmission timeouts
+  uint64_t rtt_samples = 0;          // round trips measured
   uint64_t operations_completed = 0;
   // State now.
   uint32_t window = 0;
   uint32_t ssthresh = 0;
   uint64_t in_flight = 0;            // sent, not acknowledged
+  uint64_t window_in_flight = 0;     // of those, counted against the window
+  uint64_t recovery_pending = 0;     // positions a timeout left to resend (upper bound)
   uint64_t lowest_unacked = 0;       // the expected position
   uint64_t next_position = 0;        // the next position to send for the first time
   uint64_t queued_positions = 0;     // enqueued, not yet sent
@@ -128,7 +149,9 @@ class WorkerQueueEngine {
 
   // CollectSends: the messages to send now, written to out[0..n), n returned.
   // First handles an expired retransmission timeout (NextDeadline() <= now),
-  // then writes queued resends, then new fragments while the window allows.
+  // then writes queued resends (loss, overflow), then a timeout's resends
+  // while the window allows (oldest first), then new fragments while the
+  // window allows.
   // What does not fit in `out` stays queued for the next call (see
   // WantsToSend).
   size_t CollectSends(TimePoint now, std::span<wire::AtpMessage> out);
@@ -173,10 +196,15 @@ class WorkerQueueEngine {
   struct Slot {
     uint64_t position = 0;
     Operation* op = nullptr;  // stable: ops_ is a deque, popped only when done
-    TimePoint sent_time;      // first transmission (for RTT samples)
+    TimePoint sent_time;      // the timed transmission (for RTT samples)
     uint16_t aggregator = 0;  // the slot's current aggregator index
     SlotState state = SlotState::kFree;
-    bool resent = false;      // sent more than once: no RTT sample (Karn)
+    // timed: exactly one transmission may be answered, sent at sent_time;
+    // false once an ambiguous resend went out (Karn's rule: no sample).
+    bool timed = false;
+    // counted: in flight and counted in window_in_flight_ (false for the
+    // fragments a timeout presumed lost, until they are resent).
+    bool counted = false;
     bool send_as_float = false;
     bool resend_queued = false;
     ResendCause resend_cause = ResendCause::kLoss;
@@ -189,6 +217,13 @@ class WorkerQueueEngine {
   bool MaySendNew() const;
   void QueueResend(uint64_t position, ResendCause cause);
   void OnRetransmissionTimeout(TimePoint now);
+  // SkipRecoveredPositions: moves recovery_next_ past positions that no
+  // longer need a timeout resend (acknowledged, or already resent).
+  void SkipRecoveredPositions();
+  bool RecoveryPending() const { return recovery_next_ < recovery_end_; }
+  // CountAgainstWindow: `slot` (in flight) counts against the window again.
+  void CountAgainstWindow(Slot& slot);
+  void TakeRttSample(TimeDelta rtt);
   void BuildMessage(const Slot& slot, Transmission transmission, wire::AtpMessage& out) const;
   Operation& OperationForNextSend();
   void PopCompletedOperations();
@@ -213,6 +248,13 @@ class WorkerQueueEngine {
   uint64_t next_send_ = 0;
   uint64_t assigned_end_ = 0;
   uint64_t in_flight_ = 0;
+  // Fragments in flight that count against the window: all of them, except
+  // those a timeout presumed lost and that were not resent since.
+  uint64_t window_in_flight_ = 0;
+  // Recovery: positions in [recovery_next_, recovery_end_) that are in
+  // flight and not counted await a timeout resend; empty when equal.
+  uint64_t recovery_next_ = 0;
+  uint64_t recovery_end_ = 0;
 
   std::deque<Operation> ops_;  // not yet popped, in Enqueue order
   size_t send_cursor_ = 0;     // index in ops_ of the op holding next_send_

@@ -118,14 +118,13 @@ TEST(ScenarioTest, OverflowingSumsTakeTheFloatPathAndAreRight) {
   EXPECT_GT(result.jobs[0].overflows, 0u);
 }
 
-// Known weakness, reported to the worker engine's owner: on the float path
-// every fragment is sent twice (integer, then fp after the overflow request),
-// so Karn's rule leaves the RTT estimator without samples and a lost frame
-// costs the initial RTO (20 ms) with exponential backoff, instead of a few
-// round trips: 212 overflowing fragments with 0.1% loss take 20 ms, with 5%
-// loss 2.3 s. Enable once the engine samples fp resends that answer an
-// overflow request (or resets the backoff on new acknowledgements).
-TEST(ScenarioTest, DISABLED_OverflowWithLossRecoversInRoundTripsNotInitialRtos) {
+// On the float path every fragment is sent twice (integer, then fp after the
+// overflow request), so Karn's rule alone would leave the RTT estimator
+// without samples and a lost frame would cost the initial RTO (20 ms) with
+// exponential backoff (212 fragments with 0.1% loss took 20 ms, with 5% loss
+// 2.3 s). The engine samples the overflow request and the fp resend that
+// answers it, and resets the backoff on progress: a few round trips.
+TEST(ScenarioTest, OverflowWithLossRecoversInRoundTripsNotInitialRtos) {
   ExperimentConfig config = OneJob(2, 4);
   config.workload.values = 62 * 212;
   config.workload.iterations = 1;
@@ -205,7 +204,7 @@ TEST_P(SwitchFaultTest, EveryOperationStillCompletesExactly) {
   // fragments costs a retransmission timeout, and with no RTT sample (every
   // completion comes from a resend) the timeout backs off to its 1 s
   // ceiling: 42 s of simulated time (a tenth of a second of real time) here.
-  // See DISABLED_ForwardOnlyLevel1SwitchCostsTimeoutsNotTimeoutCeilings.
+  // See ForwardOnlyLevel1SwitchCostsTimeoutsNotTimeoutCeilings.
   config.time_limit = TimeDelta::FromSeconds(600);
   auto experiment = Make(config);
   ASSERT_NE(experiment, nullptr);
@@ -240,13 +239,11 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(param_info.param.name);
     });
 
-// Known weakness, reported to the worker engine's owner (same cause as
-// DISABLED_OverflowWithLossRecoversInRoundTripsNotInitialRtos): with the
-// level-1 switch forward-only, every fragment completes through a resend, so
-// the RTO never gets a sample and stays at its 1 s ceiling; 1800 fragments
-// take 42 s. Resetting the backoff when a resend is acknowledged would make
-// it a timeout floor (1 ms) per window.
-TEST(ScenarioTest, DISABLED_ForwardOnlyLevel1SwitchCostsTimeoutsNotTimeoutCeilings) {
+// With the level-1 switch forward-only, every fragment completes through a
+// resend, so the RTO never gets a sample; it used to back off to its 1 s
+// ceiling (1800 fragments took 42 s). Progress now resets the backoff, so
+// each window costs one timeout near the floor.
+TEST(ScenarioTest, ForwardOnlyLevel1SwitchCostsTimeoutsNotTimeoutCeilings) {
   ExperimentConfig config = OneJob(2, 4);
   config.workload.iterations = 3;
   auto experiment = Make(config);
@@ -302,23 +299,27 @@ TEST(ScenarioTest, DeadWorkerLeaksNoAggregatorAndLeavesOtherJobsExact) {
   EXPECT_EQ(result.jobs[1].aggregators_in_use_at_end, 0u);
 }
 
-// Known weakness, reported to the worker engine's and the spec's owners: with
-// small switch buffers, the first window of a 32-rack incast overflows the
-// core's port toward the PS; the workers time out and resend their whole
-// window, and resends are never aggregated (ATP-SPEC section 4, rule 4) nor
-// limited by congestion control (timeouts leave the window alone), so 1024
-// workers x 200 frames hit the same port at once, are tail-dropped again, and
-// the job never completes (60 s of simulated time: 13 million resends).
-TEST(ScenarioTest, DISABLED_TimeoutResendsDoNotCollapseUnderIncast) {
+// With small switch buffers, the first window of a 32-rack incast overflows
+// the core's port toward the PS and every worker times out. Resends are never
+// aggregated (ATP-SPEC section 4, rule 4), so if each worker resent its whole
+// window (1024 x 200 frames into a 1024-frame port) the drops would repeat
+// forever (they did: 13 million resends in 60 s simulated). A timeout
+// collapses the window to one fragment and resends only what the window
+// allows, oldest first, then slow starts: the job completes.
+TEST(ScenarioTest, TimeoutResendsDoNotCollapseUnderIncast) {
   ExperimentConfig config = OneJob(32, 1024);
-  config.workload.values = 62 * 1057;
+  // More than one initial window (200), so recovery and new sends mix.
+  config.workload.values = 62 * 240;
   config.workload.iterations = 1;
   config.topology.host_link.queue_capacity_packets = 1024;
   config.topology.fabric_link.queue_capacity_packets = 1024;
   config.time_limit = TimeDelta::FromMilliseconds(100);
   auto experiment = Make(config);
   ASSERT_NE(experiment, nullptr);
-  ExpectAllExact(experiment->Run());
+  const ExperimentResult result = experiment->Run();
+  ExpectAllExact(result);
+  EXPECT_GT(result.tail_drops, 0u);        // the incast did overflow
+  EXPECT_GT(result.jobs[0].timeouts, 0u);  // and was recovered by timeouts
 }
 
 TEST(ScenarioTest, ThousandTwentyFourWorkersInThirtyTwoRacksAreExact) {

@@ -162,5 +162,102 @@ TEST(CongestionControllerTest, SameAckStreamGivesSameWindow) {
   EXPECT_GT(a.debug_state().reductions, 3u);
 }
 
+TEST(CongestionControllerTest, Rule_TimeoutCollapsesWindowToOneThenSlowStarts) {
+  CongestionController cc(Aimd(16, 256));
+  cc.OnTimeout();
+  EXPECT_EQ(cc.window(), CongestionController::kTimeoutWindow);
+  EXPECT_EQ(cc.ssthresh(), 8u);
+  EXPECT_TRUE(cc.debug_state().in_timeout_epoch);
+  // Acks of resent fragments (below the epoch's end) still slow start.
+  InOrderAcks(cc, 0, 7);
+  EXPECT_EQ(cc.window(), 8u);
+  // Then congestion avoidance: one per window of acks.
+  InOrderAcks(cc, 7, 15);
+  EXPECT_EQ(cc.window(), 9u);
+}
+
+TEST(CongestionControllerTest, Rule_TimeoutEpochIgnoresEcnAndLossAndMarkedAcksDoNotGrow) {
+  CongestionController cc(Aimd(16, 256));
+  cc.OnTimeout();
+  const uint64_t end = cc.debug_state().reduction_epoch_end;
+  EXPECT_EQ(end, 16u);
+  cc.OnAck(0, EcnMark::kMarked, 1);
+  EXPECT_EQ(cc.window(), 1u);  // neither halved nor grown
+  cc.OnLoss(1, 1);
+  EXPECT_EQ(cc.window(), 1u);
+  EXPECT_EQ(cc.debug_state().reductions, 0u);
+  EXPECT_EQ(cc.debug_state().ignored_signals, 2u);
+  // An ack at or beyond the epoch's end: signals count again.
+  cc.OnAck(end, EcnMark::kMarked, 1);
+  EXPECT_FALSE(cc.debug_state().in_timeout_epoch);
+  EXPECT_EQ(cc.debug_state().reductions, 1u);
+}
+
+TEST(CongestionControllerTest, Rule_TimeoutInsideATimeoutEpochKeepsSsthresh) {
+  CongestionController cc(Aimd(64, 256));
+  cc.OnTimeout();
+  EXPECT_EQ(cc.ssthresh(), 32u);
+  InOrderAcks(cc, 0, 3);  // window 4, still inside the epoch
+  cc.OnTimeout();
+  EXPECT_EQ(cc.window(), 1u);
+  EXPECT_EQ(cc.ssthresh(), 32u);  // the same event: the threshold stays
+  // After the epoch, a new timeout halves again (never below 2).
+  CongestionController small(Aimd(3, 256));
+  small.OnTimeout();
+  EXPECT_EQ(small.ssthresh(), CongestionController::kMinTimeoutSsthresh);
+}
+
+TEST(CongestionControllerTest, FixedWindowIgnoresTimeouts) {
+  CongestionController cc(CongestionController::Config{
+      .mode = Mode::kFixedWindow, .initial_window = 16, .max_window = 64});
+  cc.OnTimeout();
+  EXPECT_EQ(cc.window(), 16u);
+  EXPECT_EQ(cc.debug_state().timeouts, 0u);
+}
+
+TEST(CongestionControllerTest, SameAckStreamAndTimeoutsGiveSameWindow) {
+  // Two workers that time out between the same two parameter packets.
+  CongestionController a(Aimd(32, 256));
+  CongestionController b(Aimd(32, 256));
+  std::mt19937 rng(7);
+  for (uint64_t p = 0; p < 2000; ++p) {
+    const EcnMark mark = rng() % 50 == 0 ? EcnMark::kMarked : EcnMark::kNotMarked;
+    a.OnAck(p, mark, p + 1);
+    b.OnAck(p, mark, p + 1);
+    if (rng() % 300 == 0) {
+      a.OnTimeout();
+      b.OnTimeout();
+    }
+    ASSERT_EQ(a.window(), b.window()) << p;
+    ASSERT_EQ(a.ssthresh(), b.ssthresh()) << p;
+  }
+  EXPECT_GT(a.debug_state().timeouts, 0u);
+}
+
+TEST(CongestionControllerTest, Rule_LossWithoutRecentEcnDoesNotHalveWhenConfigured) {
+  CongestionController::Config config = Aimd(16, 256, /*ssthresh=*/16);
+  config.loss_response = CongestionController::LossResponse::kHalveOnlyWithEcn;
+  CongestionController cc(config);
+  InOrderAcks(cc, 0, 10);
+  cc.OnLoss(10, 10);  // no mark ever: not congestion
+  EXPECT_EQ(cc.debug_state().reductions, 0u);
+  EXPECT_EQ(cc.debug_state().losses_without_ecn, 1u);
+  // A mark (which halves by itself), then a loss two round trips later is
+  // congestion again: within 2 x window acks of the mark.
+  cc.OnAck(10, EcnMark::kMarked, 11);
+  EXPECT_EQ(cc.debug_state().reductions, 1u);
+  const uint64_t end = cc.debug_state().reduction_epoch_end;
+  InOrderAcks(cc, 11, end + 1);
+  const uint32_t before = cc.window();
+  cc.OnLoss(end + 1, end + 1);
+  EXPECT_EQ(cc.debug_state().reductions, 2u);
+  EXPECT_EQ(cc.window(), before / 2);
+  // The spec's default halves on every loss.
+  CongestionController spec(Aimd(16, 256, 16));
+  InOrderAcks(spec, 0, 10);
+  spec.OnLoss(10, 10);
+  EXPECT_EQ(spec.debug_state().reductions, 1u);
+}
+
 }  // namespace
 }  // namespace atp::worker

@@ -109,5 +109,28 @@ TEST(RttEstimatorTest, ValidateNamesTheField) {
   EXPECT_NE(config.Validate().message().find("rto_backoff"), std::string::npos);
 }
 
+TEST(RttEstimatorTest, Rule_ProgressResetsBackoffButKeepsStatistics) {
+  RttEstimator rtt(RttEstimator::Config{
+      .rto_floor = Ms(1), .initial_rto = Ms(10), .max_rto = Ms(100), .rto_backoff = 2.0});
+  rtt.OnSample(Ms(2));  // rto = 2 + 4 * 1 = 6 ms
+  rtt.OnTimeout();
+  rtt.OnTimeout();
+  EXPECT_EQ(rtt.Rto(), Ms(24));
+  rtt.OnProgress();
+  EXPECT_EQ(rtt.Rto(), Ms(6));
+  EXPECT_EQ(rtt.srtt(), Ms(2));
+  EXPECT_EQ(rtt.debug_state().samples, 1u);
+}
+
+TEST(RttEstimatorTest, DefaultsAreAFloorOf200UsAndACeilingOf100Ms) {
+  RttEstimator::Config config;
+  EXPECT_EQ(config.rto_floor, TimeDelta::FromMicroseconds(200));
+  EXPECT_EQ(config.max_rto, Ms(100));
+  ASSERT_TRUE(config.Validate().ok());
+  RttEstimator rtt(config);
+  rtt.OnSample(TimeDelta::FromMicroseconds(10));
+  EXPECT_EQ(rtt.Rto(), TimeDelta::FromMicroseconds(200));
+}
+
 }  // namespace
 }  // namespace atp::worker

@@ -101,5 +101,19 @@ TEST(WorkerQueueConfigTest, RtoFieldsAreChecked) {
   ExpectRejected(config, "WorkerQueueConfig.rto_backoff");
 }
 
+TEST(WorkerQueueConfigTest, DefaultRtoIs200UsFloor100MsCeilingAndLossesHalveTheWindow) {
+  WorkerQueueConfig config;
+  EXPECT_EQ(config.rto_floor, testing::Us(200));
+  EXPECT_EQ(config.max_rto, testing::Ms(100));
+  EXPECT_EQ(config.loss_response, CongestionController::LossResponse::kHalve);
+  EXPECT_EQ(config.cc_config().loss_response, config.loss_response);
+}
+
+TEST(WorkerQueueConfigTest, LossResponseMustBeKnown) {
+  WorkerQueueConfig config = SmallConfig();
+  config.loss_response = static_cast<CongestionController::LossResponse>(9);
+  ExpectRejected(config, "WorkerQueueConfig.loss_response");
+}
+
 }  // namespace
 }  // namespace atp::worker

@@ -316,6 +316,20 @@ TEST_F(WorkerQueueEngineTest, Rule_ThreeOutOfOrderAcksTriggerResend) {
   EXPECT_EQ(stats().window, 5u);
 }
 
+TEST_F(WorkerQueueEngineTest, Rule_LossWithoutRecentEcnResendsButKeepsTheWindow) {
+  WorkerQueueConfig config = SmallConfig(16, 8);
+  config.loss_response = CongestionController::LossResponse::kHalveOnlyWithEcn;
+  Start(config);
+  Enqueue(5 * 62);
+  auto sent = SendNow();
+  AckPositions(sent, {1, 2, 3});
+  auto resent = SendNow();
+  ASSERT_EQ(Positions(resent), (std::vector<uint64_t>{0}));
+  EXPECT_EQ(stats().loss_events, 1u);
+  EXPECT_EQ(stats().window, 11u);  // slow start on the three acks, no halving
+  EXPECT_EQ(engine_->cc_debug_state().losses_without_ecn, 1u);
+}
+
 TEST_F(WorkerQueueEngineTest, Rule_ResendCarriesSameData) {
   Start(SmallConfig(16, 8));
   std::vector<float> values = Ramp(4 * 62, 0.0123f, -1.0f);
@@ -377,7 +391,7 @@ TEST_F(WorkerQueueEngineTest, Rule_LossHalvesWindowOncePerRtt) {
   EXPECT_TRUE(resend16[0].header.resend);
 }
 
-TEST_F(WorkerQueueEngineTest, Rule_TimeoutResendsAllUnacked) {
+TEST_F(WorkerQueueEngineTest, Rule_TimeoutResendsOldestUnackedWithinCollapsedWindow) {
   Start(SmallConfig(16, 8));
   Enqueue(5 * 62);
   auto sent = SendNow();
@@ -393,15 +407,67 @@ TEST_F(WorkerQueueEngineTest, Rule_TimeoutResendsAllUnacked) {
   now_ = kT0 + Ms(4) - TimeDelta::FromNanoseconds(1);
   EXPECT_TRUE(SendNow().empty());
   now_ = kT0 + Ms(4);
+  // The window collapses to one fragment: only the oldest unacked is resent.
   auto resent = SendNow();
-  EXPECT_EQ(Positions(resent), (std::vector<uint64_t>{0, 2, 3, 4}));
-  for (size_t i = 0; i < resent.size(); ++i) {
-    EXPECT_TRUE(resent[i].header.resend);
-    EXPECT_EQ(resent[i].payload, sent[PositionOf(resent[i])].payload);
-  }
+  ASSERT_EQ(Positions(resent), (std::vector<uint64_t>{0}));
+  EXPECT_TRUE(resent[0].header.resend);
+  EXPECT_EQ(resent[0].payload, sent[0].payload);
   EXPECT_EQ(stats().timeouts, 1u);
-  EXPECT_EQ(stats().resends_timeout, 4u);
+  EXPECT_EQ(stats().resends_timeout, 1u);
+  EXPECT_EQ(stats().window, 1u);
+  EXPECT_EQ(stats().in_flight, 4u);           // still unacknowledged
+  EXPECT_EQ(stats().window_in_flight, 1u);    // only the resend counts
+  EXPECT_FALSE(engine_->WantsToSend());
   EXPECT_EQ(engine_->NextDeadline(), now_ + Ms(6));  // backed off
+
+  // Its ack slow starts the window to 2: the next two presumed-lost
+  // fragments are resent (position 1 was acknowledged: skipped).
+  AckPositions(resent, {0});
+  EXPECT_EQ(stats().window, 2u);
+  auto next = SendNow();
+  EXPECT_EQ(Positions(next), (std::vector<uint64_t>{2, 3}));
+  for (const auto& m : next) EXPECT_TRUE(m.header.resend);
+  EXPECT_EQ(stats().resends_timeout, 3u);
+}
+
+TEST_F(WorkerQueueEngineTest, Rule_LateAckOfAnOriginalRemovesItFromTheRecovery) {
+  Start(SmallConfig(16, 8));
+  Enqueue(4 * 62);
+  auto sent = SendNow();
+  ASSERT_EQ(sent.size(), 4u);
+  now_ = engine_->NextDeadline();
+  ASSERT_EQ(Positions(SendNow()), (std::vector<uint64_t>{0}));
+  // The originals of 1 and 2 were only late: their acks take them out of
+  // the recovery (and count against nothing).
+  AckPositions(sent, {1, 2});
+  EXPECT_EQ(stats().window_in_flight, 1u);
+  EXPECT_EQ(stats().window, 3u);  // slow start in the timeout's recovery
+  AckPositions(sent, {0});
+  EXPECT_EQ(stats().window_in_flight, 0u);
+  // Position 3 is the only one left to resend, then new positions may go.
+  EXPECT_EQ(Positions(SendNow()), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(stats().recovery_pending, 0u);
+  EXPECT_EQ(stats().resends_timeout, 2u);
+}
+
+TEST_F(WorkerQueueEngineTest, Rule_NewPositionsWaitForTheTimeoutRecovery) {
+  Start(SmallConfig(16, 4));
+  Enqueue(8 * 62);
+  auto sent = SendNow();
+  ASSERT_EQ(Positions(sent), (std::vector<uint64_t>{0, 1, 2, 3}));
+  now_ = engine_->NextDeadline();
+  auto r0 = SendNow();
+  ASSERT_EQ(Positions(r0), (std::vector<uint64_t>{0}));
+  AckAll(r0);  // window 2
+  auto r1 = SendNow();
+  ASSERT_EQ(Positions(r1), (std::vector<uint64_t>{1, 2}));
+  // Window 3 (ssthresh 2, then one per window): the last presumed-lost
+  // fragment first, then new positions.
+  AckAll(r1);
+  auto r2 = SendNow();
+  ASSERT_EQ(Positions(r2), (std::vector<uint64_t>{3, 4, 5}));
+  EXPECT_TRUE(r2[0].header.resend);
+  for (size_t i = 1; i < r2.size(); ++i) EXPECT_FALSE(r2[i].header.resend);
 }
 
 TEST_F(WorkerQueueEngineTest, Rule_RtoBackoffAndFloor) {
@@ -410,41 +476,91 @@ TEST_F(WorkerQueueEngineTest, Rule_RtoBackoffAndFloor) {
   ASSERT_EQ(SendNow().size(), 2u);
   EXPECT_EQ(engine_->NextDeadline(), kT0 + Ms(10));  // initial_rto
   now_ = kT0 + Ms(10);
-  ASSERT_EQ(SendNow().size(), 2u);
+  ASSERT_EQ(SendNow().size(), 1u);  // the window collapsed to one
   EXPECT_EQ(engine_->NextDeadline(), kT0 + Ms(30));  // 10 + 2 * 10
   now_ = kT0 + Ms(30);
   auto resent = SendNow();
-  ASSERT_EQ(resent.size(), 2u);
+  ASSERT_EQ(Positions(resent), (std::vector<uint64_t>{0}));
   EXPECT_EQ(engine_->NextDeadline(), kT0 + Ms(70));  // 30 + 4 * 10
   EXPECT_EQ(stats().timeouts, 2u);
 
-  // Acks of resent fragments give no RTT sample (Karn): still backed off.
+  // Acks of resent fragments give no RTT sample (Karn), but progress resets
+  // the backoff: the path works.
   AckAll(resent);
   EXPECT_FALSE(engine_->rtt_debug_state().has_sample);
+  EXPECT_EQ(stats().rto, Ms(10));
+  AckAll(SendNow());
   EXPECT_EQ(engine_->NextDeadline(), TimePoint::Infinite());
-  EXPECT_EQ(stats().rto, Ms(40));
 
-  // A fragment sent once gives a 10 us sample: the backoff resets and the
-  // RTO (30 us computed) is held at the 1 ms floor.
+  // A fragment sent once gives a 10 us sample: the RTO (30 us computed) is
+  // held at the 1 ms floor.
   now_ = kT0 + Ms(100);
   Enqueue(62);
   auto fresh = SendNow();
   ASSERT_EQ(fresh.size(), 1u);
-  EXPECT_EQ(engine_->NextDeadline(), now_ + Ms(40));
+  EXPECT_EQ(engine_->NextDeadline(), now_ + Ms(10));
   now_ += Us(10);
   AckAll(fresh);
   EXPECT_EQ(stats().srtt, Us(10));
   EXPECT_EQ(stats().rto, Ms(1));
 }
 
-TEST_F(WorkerQueueEngineTest, TimeoutDoesNotChangeTheWindow) {
-  // Timers are local to each worker; the window follows the ACK stream only.
-  Start(SmallConfig(16, 8));
-  Enqueue(4 * 62);
-  SendNow();
+TEST_F(WorkerQueueEngineTest, Rule_ProgressResetsTheRtoBackoff) {
+  // A fixed window: every timeout resends all three, so no ack is a sample.
+  WorkerQueueConfig config = SmallConfig(16, 8);
+  config.congestion_control = WorkerQueueConfig::CongestionControl::kFixedWindow;
+  Start(config);
+  Enqueue(3 * 62);
+  auto sent = SendNow();
+  ASSERT_EQ(sent.size(), 3u);
+  now_ = kT0 + Ms(10);
+  ASSERT_EQ(SendNow().size(), 3u);
+  now_ = kT0 + Ms(30);
+  ASSERT_EQ(SendNow().size(), 3u);
+  EXPECT_EQ(stats().rto, Ms(40));
+  // An ack of a position above the lowest unacked one: no progress, still
+  // backed off (and Karn: no sample).
+  AckPositions(sent, {2});
+  EXPECT_EQ(stats().rto, Ms(40));
+  // The lowest unacked position advances: back to the unbacked RTO.
+  AckPositions(sent, {0});
+  EXPECT_EQ(stats().rto, Ms(10));
+  EXPECT_EQ(engine_->NextDeadline(), now_ + Ms(10));
+}
+
+TEST_F(WorkerQueueEngineTest, Rule_TimeoutCollapsesTheWindowThenSlowStarts) {
+  Start(SmallConfig(/*slots=*/64, /*initial_window=*/8));
+  Enqueue(40 * 62);
+  auto sent = SendNow();
+  ASSERT_EQ(sent.size(), 8u);
   now_ = engine_->NextDeadline();
+  auto r = SendNow();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(stats().window, 1u);
+  EXPECT_EQ(stats().ssthresh, 4u);  // half the window before the timeout
+  // Slow start through the recovery: 1, 2, 4 resends per round trip.
+  std::vector<size_t> flights;
+  while (!r.empty() && flights.size() < 3) {
+    flights.push_back(r.size());
+    AckAll(r);
+    r = SendNow();
+  }
+  EXPECT_EQ(flights, (std::vector<size_t>{1, 2, 4}));
+  // The third flight's four acks were at ssthresh: congestion avoidance,
+  // one more per window of acks.
+  EXPECT_EQ(stats().window, 5u);
+  EXPECT_EQ(stats().timeouts, 1u);
+}
+
+TEST_F(WorkerQueueEngineTest, FixedWindowTimeoutResendsTheWholeWindow) {
+  WorkerQueueConfig config = SmallConfig(16, 4);
+  config.congestion_control = WorkerQueueConfig::CongestionControl::kFixedWindow;
+  Start(config);
+  Enqueue(4 * 62);
   ASSERT_EQ(SendNow().size(), 4u);
-  EXPECT_EQ(stats().window, 8u);
+  now_ = engine_->NextDeadline();
+  EXPECT_EQ(Positions(SendNow()), (std::vector<uint64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(stats().window, 4u);
 }
 
 // ---- Congestion control --------------------------------------------------
@@ -695,13 +811,55 @@ TEST_F(WorkerQueueEngineTest, ResendsGoFirstAndWaitForRoom) {
   Enqueue(12 * 62);
   auto sent = SendNow();
   ASSERT_EQ(sent.size(), 8u);
-  now_ = engine_->NextDeadline();
-  auto first = SendNow(3);
-  EXPECT_EQ(Positions(first), (std::vector<uint64_t>{0, 1, 2}));
+  // Three losses detected by reordering, queued together (not limited by
+  // the window), then sent in pieces before anything new.
+  AckPositions(sent, {3, 4, 5});
+  AckPositions(sent, {6});
+  AckPositions(sent, {7});
+  ASSERT_EQ(stats().loss_events, 1u);
+  Deliver(OverflowRequest(1));
+  Deliver(OverflowRequest(2));
+  auto first = SendNow(2);
+  EXPECT_EQ(Positions(first), (std::vector<uint64_t>{0, 1}));
   EXPECT_TRUE(engine_->WantsToSend());
-  auto rest = SendNow(100);
-  EXPECT_EQ(Positions(rest), (std::vector<uint64_t>{3, 4, 5, 6, 7}));
+  auto rest = SendNow(1);
+  EXPECT_EQ(Positions(rest), (std::vector<uint64_t>{2}));
   for (const auto& m : rest) EXPECT_TRUE(m.header.resend);
+}
+
+TEST_F(WorkerQueueEngineTest, Rule_OverflowRequestAndItsFpResendGiveRttSamples) {
+  Start(SmallConfig());
+  Enqueue(Ramp(62, 0.01f));
+  ASSERT_EQ(SendNow().size(), 1u);
+  // The request answers the integer fragment, sent once: a 20 us sample.
+  now_ += Us(20);
+  Deliver(OverflowRequest(0));
+  EXPECT_EQ(stats().rtt_samples, 1u);
+  EXPECT_EQ(stats().srtt, Us(20));
+  // The float32 resend is the only transmission outstanding: its ack is a
+  // sample (10 us) although the fragment was sent twice.
+  auto fp = SendNow();
+  ASSERT_EQ(fp.size(), 1u);
+  now_ += Us(10);
+  AckAll(fp);
+  EXPECT_EQ(stats().rtt_samples, 2u);
+  EXPECT_EQ(engine_->rtt_debug_state().latest_rtt, Us(10));
+}
+
+TEST_F(WorkerQueueEngineTest, RepeatedOverflowRequestGivesNoSample) {
+  Start(SmallConfig());
+  Enqueue(Ramp(62, 0.01f));
+  ASSERT_EQ(SendNow().size(), 1u);
+  now_ += Us(20);
+  Deliver(OverflowRequest(0));
+  auto fp1 = SendNow();
+  ASSERT_EQ(fp1.size(), 1u);
+  // A second request: two float32 resends, the answer is ambiguous (Karn).
+  Deliver(OverflowRequest(0));
+  ASSERT_EQ(SendNow().size(), 1u);
+  now_ += Us(10);
+  AckAll(fp1);
+  EXPECT_EQ(stats().rtt_samples, 1u);
 }
 
 TEST_F(WorkerQueueEngineTest, NoDeadlineWhileIdle) {

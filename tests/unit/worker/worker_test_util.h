@@ -27,7 +27,8 @@ inline TimeDelta Us(int64_t us) { return TimeDelta::FromMicroseconds(us); }
 inline TimeDelta Ms(int64_t ms) { return TimeDelta::FromMilliseconds(ms); }
 
 // SmallConfig: job 7, one rack of one worker, queue 3; an RTO of 10 ms
-// before the first sample, floor 1 ms.
+// before the first sample, floor 1 ms; a detected loss halves the window
+// (the spec's rule; the default only halves with recent ecn).
 inline WorkerQueueConfig SmallConfig(uint32_t slots = 16, uint32_t initial_window = 8) {
   WorkerQueueConfig config;
   config.shape = protocol::JobShape::Uniform(kJob, 1, 1);
@@ -40,6 +41,7 @@ inline WorkerQueueConfig SmallConfig(uint32_t slots = 16, uint32_t initial_windo
   config.initial_rto = Ms(10);
   config.max_rto = TimeDelta::FromSeconds(1);
   config.rto_backoff = 2.0;
+  config.loss_response = CongestionController::LossResponse::kHalve;
   return config;
 }
 
