@@ -1,0 +1,160 @@
+// runtime_host_bench: the host stack's cost per fragment on one core, against
+// a transport that answers instantly (testbed::ReflectorQueue), through the
+// real I/O loop (WorkerIoLoop::Step): the engine, quantization, frame
+// encoding and transport bursts on the way out ("push"); frame decoding, the
+// engine's acknowledgement path, dequantization and completion on the way
+// back ("pull"); and both together ("round trip").
+//
+// Counters: items_per_second = fragments per second on this core (CPU time);
+// cores_for_100GbE = cores that rate needs to keep a 100 GbE link busy in that
+// direction (37.9 Mpps of 306-byte frames, ENVIRONMENT.md; Google Benchmark
+// prints this inverted rate with an "s" suffix: read it as a plain number).
+// The round trip includes the fake transport's copy of each answer (what a
+// NIC's DMA would do); push and pull do not.
+//
+//   build/bench/runtime_host_bench --benchmark_min_time=1
+//
+// Every benchmark checks its last result against dequantize(quantize(x)).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "atp/quantize.h"
+#include "atp/wire.h"
+#include "benchmark/benchmark.h"
+#include "lib/runtime/op_state.h"
+#include "lib/runtime/testbed/reflector_queue.h"
+#include "lib/runtime/worker_config.h"
+#include "lib/runtime/worker_io_loop.h"
+
+namespace atp::runtime {
+namespace {
+
+constexpr double k100GbEFramesPerSecond = 37.9e6;
+constexpr size_t kFragments = 1 << 15;  // per benchmark iteration
+constexpr size_t kValues = kFragments * wire::kValuesPerFragment;
+
+struct Bench {
+  Bench(testbed::ReflectorQueue::Mode mode, uint32_t slots, uint32_t window)
+      : queue(0, mode, /*capacity=*/kFragments + 1024) {
+    WorkerOptions o;
+    o.job.job_id = 1;
+    o.job.layout = RackLayout::Uniform(1, 1);
+    o.job.slots = slots;
+    o.job.initial_window = window;
+    o.job.congestion_control = CongestionControl::kFixedWindow;
+    o.job.initial_retransmission_timeout = absl::Seconds(10);  // never fires here
+    o.job.max_retransmission_timeout = absl::Seconds(10);
+    o.job.retransmission_floor = absl::Seconds(10);
+    const wire::Ipv4Address self = *wire::Ipv4Address::Parse("10.0.0.1");
+    const wire::Ipv4Address ps = *wire::Ipv4Address::Parse("10.0.0.2");
+    o.parameter_servers.push_back({ps, transport::DefaultMacFor(ps)});
+    WorkerIoLoopConfig config;
+    config.self = {self, transport::DefaultMacFor(self)};
+    config.ps = o.parameter_servers[0];
+    config.max_burst = 32;
+    loop = *WorkerIoLoop::Create(config, ToWorkerQueueConfig(o, 0), queue);
+    input.resize(kValues);
+    for (size_t i = 0; i < kValues; ++i) input[i] = static_cast<float>(i % 2001) * 1e-3f - 1.0f;
+    output.resize(kValues);
+  }
+
+  std::shared_ptr<internal::OpState> Submit() {
+    auto op = std::make_shared<internal::OpState>(++ops, 1);
+    PieceRequest piece;
+    piece.op = op;
+    piece.input = input;
+    piece.output = output;
+    piece.fragments = kFragments;
+    loop->Submit(std::move(piece));
+    return op;
+  }
+
+  void StepUntil(const std::function<bool()>& done) {
+    while (!done()) {
+      loop->Step(now);
+      now += TimeDelta::FromNanoseconds(100);
+    }
+  }
+
+  bool Verify() const {
+    std::vector<int32_t> q(kValues);
+    Quantize(input, kDefaultScale, q);
+    std::vector<float> expected(kValues);
+    Dequantize(q, kDefaultScale, expected);
+    return expected == output;
+  }
+
+  testbed::ReflectorQueue queue;
+  std::unique_ptr<WorkerIoLoop> loop;
+  std::vector<float> input;
+  std::vector<float> output;
+  uint64_t ops = 0;
+  TimePoint now = TimePoint::FromNanoseconds(1);
+};
+
+void Report(benchmark::State& state, bool verified) {
+  const auto items = static_cast<double>(state.iterations() * kFragments);
+  state.SetItemsProcessed(static_cast<int64_t>(items));
+  state.counters["cores_for_100GbE"] = benchmark::Counter(
+      items / k100GbEFramesPerSecond, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  if (!verified) state.SkipWithError("wrong result");
+}
+
+// Round trip: send and receive interleaved, as in a running job.
+void BM_RoundTrip(benchmark::State& state) {
+  const auto window = static_cast<uint32_t>(state.range(0));
+  Bench b(testbed::ReflectorQueue::Mode::kReflect, window, window);
+  for (auto _ : state) {
+    auto op = b.Submit();
+    b.StepUntil([&] { return op->done(); });
+  }
+  Report(state, b.Verify());
+}
+BENCHMARK(BM_RoundTrip)->Arg(256)->Arg(4096)->Unit(benchmark::kMillisecond);
+
+// Push: only the sending half. The transport drops what it is given (no
+// copy), so only the host stack's cost remains; each iteration uses a fresh
+// loop (built untimed) whose window covers the whole tensor.
+void BM_Push(benchmark::State& state) {
+  bool verified = true;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto b = std::make_unique<Bench>(testbed::ReflectorQueue::Mode::kDiscard, 1 << 16, 1 << 16);
+    auto op = b->Submit();
+    state.ResumeTiming();
+    b->StepUntil([&] { return b->queue.discarded() == kFragments; });
+    state.PauseTiming();
+    // The last frame is the tensor's last fragment, addressed and encoded right.
+    wire::FrameFields fields;
+    wire::Payload payload;
+    verified &= wire::DecodeFrame(b->queue.last_discarded(), wire::kDefaultBasePort, &fields,
+                                  &payload) == wire::DecodeError::kOk &&
+                fields.header.position() == kFragments - 1 && !fields.header.ack;
+    b.reset();
+    state.ResumeTiming();
+  }
+  Report(state, verified);
+}
+BENCHMARK(BM_Push)->Unit(benchmark::kMillisecond);
+
+// Pull: only the receiving half (everything is sent first, untimed).
+void BM_Pull(benchmark::State& state) {
+  Bench b(testbed::ReflectorQueue::Mode::kHold, 1 << 16, 1 << 16);
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto op = b.Submit();
+    b.StepUntil([&] { return b.queue.held().size() == kFragments; });
+    b.queue.ReleaseHeld();
+    state.ResumeTiming();
+    b.StepUntil([&] { return op->done(); });
+  }
+  Report(state, b.Verify());
+}
+BENCHMARK(BM_Pull)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace atp::runtime
+
+BENCHMARK_MAIN();

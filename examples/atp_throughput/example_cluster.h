@@ -1,0 +1,45 @@
+// examples/atp_throughput/example_cluster.h: what atp-ping and
+// atp-throughput share: the flags that choose where a job runs (transport,
+// switches, polling) and the in-process cluster built from them, plus help
+// output limited to the tool's own flags.
+#ifndef ATP_EXAMPLES_ATP_THROUGHPUT_EXAMPLE_CLUSTER_H_
+#define ATP_EXAMPLES_ATP_THROUGHPUT_EXAMPLE_CLUSTER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "atp/options.h"
+#include "lib/runtime/testbed/local_cluster.h"
+
+namespace atp::examples {
+
+// ParseFlagsOrExit: sets the usage message, limits --help to the flags of
+// files whose path contains `tool_dir` (and the shared ones here), parses
+// argv, and exits with status 2 on a stray positional argument.
+void ParseFlagsOrExit(int argc, char** argv, const char* tool_dir, const std::string& usage);
+
+// ClusterShape: the job a tool runs.
+struct ClusterShape {
+  int workers = 2;
+  int racks = 1;
+  uint32_t io_threads = 1;
+  uint32_t slots = 256;
+  uint32_t initial_window = 200;
+};
+
+// MakeCluster: the job `shape` as threads of this process, placed by the
+// shared flags (--transport, --switches, --loss, --busy_poll). Workers are
+// spread over the racks as evenly as possible.
+absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const ClusterShape& shape);
+
+// Describe: "4 workers in 2 racks, loopback, switches two_level" for logs.
+std::string Describe(const ClusterShape& shape);
+
+// The shared flags' values, for reports (SwitchesFlag: "none" off loopback).
+std::string TransportFlag();
+std::string SwitchesFlag(int racks);
+
+}  // namespace atp::examples
+
+#endif  // ATP_EXAMPLES_ATP_THROUGHPUT_EXAMPLE_CLUSTER_H_

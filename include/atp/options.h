@@ -1,0 +1,186 @@
+// atp/options.h: what a job, a worker and a parameter server are made of.
+//
+// Options are plain structs: fill them in, then Worker::Create or
+// ParameterServer::Start calls Validate() and refuses bad options with an
+// absl::InvalidArgumentError whose message starts with the offending field's
+// path ("WorkerOptions.job.slots: 300 is not a power of two").
+//
+//   atp::WorkerOptions options;
+//   options.job.job_id = 7;
+//   options.job.layout = atp::RackLayout::Uniform(/*racks=*/2, /*workers_per_rack=*/2);
+//   options.job.io_threads = 2;
+//   options.rack = 1;
+//   options.worker_in_rack = 0;
+//   options.parameter_servers.push_back({ps_ip, ps_mac});
+//   ATP_RETURN_IF_ERROR(options.Validate());
+//
+// JobOptions are job-wide: every worker of a job (and its parameter servers,
+// for the fields they share) must use the same values, because they decide
+// which queue, position and window slot each fragment travels with
+// (ATP-SPEC section 3). Nothing checks this across hosts: a mismatch shows up
+// as operations that never complete.
+#ifndef ATP_OPTIONS_H_
+#define ATP_OPTIONS_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "atp/quantize.h"
+#include "atp/transport.h"
+#include "atp/wire.h"
+
+namespace atp {
+
+// RackLayout: how a job's workers sit in racks (the job's "shape", ATP-SPEC
+// section 2): one entry per rack, the number of workers in it. A worker is
+// named by (rack, worker_in_rack); "rack-major order" lists rack 0's workers,
+// then rack 1's, and so on.
+struct RackLayout {
+  std::vector<uint8_t> workers_per_rack;  // 1..32 racks, each 1..32 workers
+
+  // Uniform: `racks` racks of `workers_per_rack` workers each.
+  static RackLayout Uniform(int racks, int workers_per_rack);
+
+  int racks() const { return static_cast<int>(workers_per_rack.size()); }
+  int workers_in_rack(int rack) const { return workers_per_rack[static_cast<size_t>(rack)]; }
+  int total_workers() const;
+  // RankOf: the rack-major index of (rack, worker_in_rack), 0..total_workers()-1.
+  int RankOf(int rack, int worker_in_rack) const;
+
+  // Validate: 1..32 racks of 1..32 workers. `field` prefixes the message.
+  absl::Status Validate(std::string_view field = "RackLayout") const;
+};
+
+// CongestionControl: how a worker queue sizes its window (ATP-SPEC section 5).
+enum class CongestionControl : uint8_t {
+  kAimd,         // ECN- and loss-driven AIMD from initial_window
+  kFixedWindow,  // initial_window forever (experiments, tests)
+};
+
+// SchedulerOptions: how a worker cuts operations into pieces for its I/O
+// threads (lib/scheduler). Job-wide: the mapping of fragments to queues
+// depends on these values.
+struct SchedulerOptions {
+  // An operation of F fragments (62 floats each) is cut into
+  // max(ceil(F / max_piece_fragments), min(io_threads, F / min_piece_fragments))
+  // pieces of nearly equal size (at least one), each given to the I/O thread
+  // with the least work assigned so far.
+  uint32_t min_piece_fragments = 64;
+  uint32_t max_piece_fragments = 1024;
+
+  absl::Status Validate(std::string_view field = "SchedulerOptions") const;
+};
+
+// JobOptions: what every worker of a job shares.
+struct JobOptions {
+  uint8_t job_id = 0;  // 1..255
+  RackLayout layout;
+  // io_threads: queues per worker, one I/O thread each, 1..16. Fragments of
+  // queue q travel on UDP port base_port + q and go to parameter server
+  // q mod (number of parameter servers).
+  uint32_t io_threads = 1;
+  // scale: quantization factor: a value x travels as round(x * scale).
+  double scale = kDefaultScale;
+  // slots: window slots per queue, a power of two in [initial_window, 65536];
+  // the parameter servers' ParameterServerOptions::slots must be equal.
+  uint32_t slots = 256;
+  // initial_window: fragments in flight per queue at start, 1..slots.
+  uint32_t initial_window = 200;
+  CongestionControl congestion_control = CongestionControl::kAimd;
+  // Retransmission timeout: never below retransmission_floor; before the
+  // first round-trip sample it is initial_retransmission_timeout; it backs off
+  // up to max_retransmission_timeout.
+  absl::Duration retransmission_floor = absl::Milliseconds(1);
+  absl::Duration initial_retransmission_timeout = absl::Milliseconds(20);
+  absl::Duration max_retransmission_timeout = absl::Seconds(1);
+  // base_port: ATP's UDP ports are base_port .. base_port + 15; must equal the
+  // transport device's base_port.
+  uint16_t base_port = wire::kDefaultBasePort;
+  SchedulerOptions scheduler;
+
+  absl::Status Validate(std::string_view field = "JobOptions") const;
+};
+
+// PollingOptions: how an idle I/O thread backs off. It spins (checking its
+// queues, no syscalls) for spin_iterations idle loops, then yields the CPU
+// for yield_iterations more, then sleeps: first min_sleep, doubling up to
+// max_sleep, woken early by new work, by a frame on a queue whose backend has
+// a wait_fd, or by a retransmission deadline. Any work resets it to spinning.
+// A 2-core machine cannot hold more than two busy pollers: keep spinning
+// short where threads outnumber cores.
+struct PollingOptions {
+  uint32_t spin_iterations = 512;
+  uint32_t yield_iterations = 64;
+  absl::Duration min_sleep = absl::Microseconds(20);
+  absl::Duration max_sleep = absl::Milliseconds(1);
+
+  // BusyPolling: never sleeps nor yields (lowest latency; one core per thread).
+  static PollingOptions BusyPolling();
+
+  absl::Status Validate(std::string_view field = "PollingOptions") const;
+};
+
+// WorkerOptions: one worker of a job.
+struct WorkerOptions {
+  JobOptions job;
+  // This worker's place in job.layout.
+  int rack = 0;
+  int worker_in_rack = 0;
+  // parameter_servers: the job's PS hosts (IPv4 and MAC put into frames);
+  // queue q's fragments go to parameter_servers[q mod size()]. 1..16 entries.
+  std::vector<transport::DeviceAddress> parameter_servers;
+  PollingOptions polling;
+  // max_burst: frames per transport burst, 1..256.
+  uint32_t max_burst = 32;
+
+  absl::Status Validate(std::string_view field = "WorkerOptions") const;
+};
+
+// ParameterDelivery: how a PS sends parameter packets to a job's workers.
+enum class ParameterDelivery : uint8_t {
+  kMulticast,  // one frame to the job's multicast group; the network replicates it
+               // (the ATP switches, or the loopback fabric)
+  kUnicast,    // one frame per worker, to each worker's address (no switch on the path)
+};
+
+// ParameterServerJobOptions: one job a parameter server serves.
+struct ParameterServerJobOptions {
+  uint8_t job_id = 0;  // 1..255, distinct among a server's jobs
+  RackLayout layout;
+  ParameterDelivery delivery = ParameterDelivery::kUnicast;
+  // multicast_group: kMulticast only: the group's IPv4 and MAC.
+  transport::DeviceAddress multicast_group;
+  // workers: kUnicast only: every worker's address, in rack-major order
+  // (layout.total_workers() entries).
+  std::vector<transport::DeviceAddress> workers;
+
+  absl::Status Validate(std::string_view field = "ParameterServerJobOptions") const;
+};
+
+// ParameterServerOptions: one parameter server (one PS host of its jobs).
+struct ParameterServerOptions {
+  std::vector<ParameterServerJobOptions> jobs;  // at least one
+  // slots: window slots per queue; equal to every served job's JobOptions::slots.
+  uint32_t slots = 256;
+  // server_index / server_count: this PS among the jobs' PS hosts; it serves
+  // queues q with q mod server_count == server_index (ATP-SPEC section 3).
+  uint32_t server_index = 0;
+  uint32_t server_count = 1;
+  // io_threads: threads of a ParameterServer, or lock shards of an
+  // EmbeddedParameterServer; server_count * io_threads <= 16. Thread t serves
+  // queues q with q mod (server_count * io_threads) ==
+  // server_index + server_count * t.
+  uint32_t io_threads = 1;
+  uint16_t base_port = wire::kDefaultBasePort;
+  PollingOptions polling;
+  uint32_t max_burst = 32;  // 1..256
+
+  absl::Status Validate(std::string_view field = "ParameterServerOptions") const;
+};
+
+}  // namespace atp
+
+#endif  // ATP_OPTIONS_H_

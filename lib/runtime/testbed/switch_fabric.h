@@ -1,0 +1,122 @@
+// lib/runtime/testbed/switch_fabric.h: ATP switches inside an in-process
+// LoopbackWire: the switch pipeline (ATP-SPEC section 4) as the wire's frame
+// processor, for tests, examples and benchmarks that run workers and
+// parameter servers as threads of one process.
+//
+//   SwitchFabricOptions options;
+//   options.aggregation = FabricAggregation::kTwoLevel;
+//   options.jobs.push_back({.job_id = 7, .group = group_ip, .racks = {{w0, w1}, {w2, w3}}});
+//   ATP_ASSIGN_OR_RETURN(std::unique_ptr<SwitchFabric> fabric, SwitchFabric::Create(options));
+//   auto wire = transport::LoopbackWire::Create({.processor = fabric.get()});
+//
+// Topology: physical rack r holds rack r of every job, with its ToR switch
+// aggregating level 1 for those jobs; the parameter servers sit in one more
+// rack whose ToR aggregates level 2 (kTwoLevel). kSingleSwitch is one switch
+// for everyone, aggregating both levels (a level-1 completion feeds level 2
+// inside it). kNone aggregates nothing (the PS does all the work) but still
+// replicates parameter packets to the job's workers like a multicast router.
+//
+// Paths: a gradient goes worker -> ToR(rack) -> ToR(PS rack) -> its
+// destination (routed by IPv4); a parameter packet (destination: a job's
+// group) goes PS -> ToR(PS rack) -> ToR(each rack) -> each worker. Every hop
+// of every copy can lose the frame (loss_rate, deterministic seed). The ECN
+// depth a switch sees is the receive backlog of the destination queue.
+//
+// Thread safety: Process runs under the wire's lock; the fabric also keeps
+// its own lock so stats() and WipeSwitches() may be called from any thread.
+#ifndef ATP_LIB_RUNTIME_TESTBED_SWITCH_FABRIC_H_
+#define ATP_LIB_RUNTIME_TESTBED_SWITCH_FABRIC_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "atp/time.h"
+#include "atp/transport/loopback.h"
+#include "atp/wire.h"
+#include "switch_emulator/pipeline/pipeline.h"
+
+namespace atp::testbed {
+
+enum class FabricAggregation : uint8_t { kNone, kSingleSwitch, kTwoLevel };
+
+// FabricJob: one job's addresses.
+struct FabricJob {
+  uint8_t job_id = 0;
+  wire::Ipv4Address group;                            // its parameter packets' destination
+  std::vector<std::vector<wire::Ipv4Address>> racks;  // racks[r]: rack r's workers, in order
+};
+
+struct SwitchFabricOptions {
+  FabricAggregation aggregation = FabricAggregation::kTwoLevel;
+  std::vector<FabricJob> jobs;
+  size_t aggregator_count = 4096;  // per switch
+  uint32_t ecn_threshold = 256;    // frames waiting at the destination queue
+  TimeDelta orphan_timeout = TimeDelta::FromMilliseconds(10);
+  double loss_rate = 0.0;          // per hop and copy, in [0, 1)
+  uint64_t seed = 1;
+  // wipe_every_frames: if > 0, every switch loses all its state (as after a
+  // reboot) each time this many more frames have entered the fabric.
+  uint64_t wipe_every_frames = 0;
+  uint16_t base_port = wire::kDefaultBasePort;
+};
+
+// FabricStats: a snapshot.
+struct FabricStats {
+  uint64_t frames = 0;        // frames the wire handed to the fabric
+  uint64_t lost = 0;          // copies dropped by loss_rate
+  uint64_t absorbed = 0;      // gradients a switch consumed (aggregated or duplicate)
+  uint64_t malformed = 0;     // frames a switch rejected
+  uint64_t multicast = 0;     // parameter packets replicated to workers
+  uint64_t wipes = 0;         // times every switch lost its state
+  std::vector<switch_emulator::PipelineCounters> switches;  // ToR 0..racks-1, then the PS rack's
+};
+
+class SwitchFabric final : public transport::FrameProcessor {
+ public:
+  static absl::StatusOr<std::unique_ptr<SwitchFabric>> Create(const SwitchFabricOptions& options);
+
+  transport::WireDecision Process(std::span<uint8_t, transport::kFrameBytes> frame,
+                                  transport::EndpointId from, TimePoint now,
+                                  const transport::LoopbackWire& wire) override;
+
+  FabricStats stats() const;
+  // WipeSwitches: every switch loses all its aggregators, as after a reboot.
+  void WipeSwitches();
+  // SetLossRate: any thread.
+  void SetLossRate(double loss_rate);
+
+ private:
+  struct JobRoute {
+    std::vector<std::vector<wire::Ipv4Address>> racks;
+  };
+
+  SwitchFabric(const SwitchFabricOptions& options,
+               std::vector<switch_emulator::SwitchPipeline> switches);
+
+  bool Lose();
+  // Hop: one switch's verdict; false when the frame stops there.
+  bool Hop(switch_emulator::SwitchPipeline& sw, std::span<uint8_t> frame, TimePoint now,
+           uint32_t depth);
+  uint32_t DepthToward(const transport::LoopbackWire& wire, const uint8_t* frame) const;
+  switch_emulator::SwitchPipeline* RackSwitch(size_t rack);
+  switch_emulator::SwitchPipeline* PsSwitch();
+
+  const SwitchFabricOptions options_;
+  mutable std::mutex mu_;
+  std::vector<switch_emulator::SwitchPipeline> switches_;     // under mu_
+  absl::flat_hash_map<uint32_t, JobRoute> by_group_;          // group ip -> job
+  absl::flat_hash_map<uint32_t, uint32_t> rack_of_;           // worker ip -> rack
+  std::vector<transport::EndpointId> endpoints_;              // kSendTo storage
+  uint64_t rng_;                                              // under mu_
+  uint64_t loss_threshold_;                                   // under mu_
+  FabricStats counters_;                                      // under mu_ (switches unused)
+};
+
+}  // namespace atp::testbed
+
+#endif  // ATP_LIB_RUNTIME_TESTBED_SWITCH_FABRIC_H_

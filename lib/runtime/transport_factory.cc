@@ -1,0 +1,68 @@
+// lib/runtime/transport_factory.cc: OpenTransport (atp/transport_factory.h).
+#include "atp/transport_factory.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "atp/status_macros.h"
+
+namespace atp {
+namespace {
+
+absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+}  // namespace
+
+std::string_view TransportKindName(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::kLoopback: return "loopback";
+    case TransportKind::kKernelUdp: return "kernel_udp";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<TransportKind> ParseTransportKind(std::string_view name) {
+  if (name == "loopback") return TransportKind::kLoopback;
+  if (name == "kernel_udp" || name == "kernel-udp" || name == "udp") {
+    return TransportKind::kKernelUdp;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown transport '", Sv(name), "' (loopback, kernel_udp)"));
+}
+
+absl::Status TransportOptions::Validate(std::string_view field) const {
+  switch (kind) {
+    case TransportKind::kLoopback:
+      if (loopback_wire == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Sv(field), ".loopback_wire: required for the loopback transport"));
+      }
+      if (absl::Status s = loopback.Validate(); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(Sv(field), ".loopback: ", s.message()));
+      }
+      return absl::OkStatus();
+    case TransportKind::kKernelUdp:
+      if (absl::Status s = kernel_udp.Validate(); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(Sv(field), ".kernel_udp: ", s.message()));
+      }
+      return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(Sv(field), ".kind: unknown transport"));
+}
+
+absl::StatusOr<std::unique_ptr<transport::Device>> OpenTransport(const TransportOptions& options) {
+  ATP_RETURN_IF_ERROR(options.Validate());
+  switch (options.kind) {
+    case TransportKind::kLoopback:
+      return options.loopback_wire->AddEndpoint(options.loopback);
+    case TransportKind::kKernelUdp: {
+      ATP_ASSIGN_OR_RETURN(std::unique_ptr<transport::KernelUdpDevice> device,
+                           transport::OpenKernelUdpDevice(options.kernel_udp));
+      return std::unique_ptr<transport::Device>(std::move(device));
+    }
+  }
+  return absl::InvalidArgumentError("TransportOptions.kind: unknown transport");
+}
+
+}  // namespace atp

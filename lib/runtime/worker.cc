@@ -1,0 +1,257 @@
+// lib/runtime/worker.cc: atp::Worker (atp/worker.h) and its implementation.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "atp/status_macros.h"
+#include "atp/worker.h"
+#include "lib/runtime/worker_config.h"
+#include "lib/runtime/worker_impl.h"
+
+namespace atp::internal {
+namespace {
+
+// Overlap: whether [a, a + a_size) and [b, b + b_size) share a byte.
+bool Overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a);
+  const auto y = reinterpret_cast<uintptr_t>(b);
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Create(
+    WorkerOptions options, transport::Device& device, std::unique_ptr<transport::Device> owned) {
+  ATP_RETURN_IF_ERROR(options.Validate());
+  if (device.num_queues() < options.job.io_threads) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "WorkerOptions.job.io_threads: ", options.job.io_threads, " but the ",
+        absl::string_view(device.backend().data(), device.backend().size()),
+        " device has only ", device.num_queues(), " queues"));
+  }
+  if (device.base_port() != options.job.base_port) {
+    return absl::InvalidArgumentError(absl::StrCat("WorkerOptions.job.base_port: ",
+                                                   options.job.base_port, " but the device uses ",
+                                                   device.base_port()));
+  }
+  scheduler::FragmentSchedulerConfig config;
+  config.queues = options.job.io_threads;
+  config.min_piece_fragments = options.job.scheduler.min_piece_fragments;
+  config.max_piece_fragments = options.job.scheduler.max_piece_fragments;
+  ATP_ASSIGN_OR_RETURN(scheduler::FragmentScheduler scheduler,
+                       scheduler::FragmentScheduler::Create(config));
+  std::unique_ptr<WorkerImpl> impl(
+      new WorkerImpl(std::move(options), device, std::move(owned), std::move(scheduler)));
+  ATP_RETURN_IF_ERROR(impl->StartQueues());
+  return impl;
+}
+
+WorkerImpl::WorkerImpl(WorkerOptions options, transport::Device& device,
+                       std::unique_ptr<transport::Device> owned,
+                       scheduler::FragmentScheduler scheduler)
+    : options_(std::move(options)),
+      owned_device_(std::move(owned)),
+      device_(device),
+      total_workers_(options_.job.layout.total_workers()),
+      finished_(std::make_shared<std::atomic<uint64_t>>(0)),
+      scheduler_(std::move(scheduler)) {}
+
+absl::Status WorkerImpl::StartQueues() {
+  const int rank = options_.job.layout.RankOf(options_.rack, options_.worker_in_rack);
+  for (uint32_t q = 0; q < options_.job.io_threads; ++q) {
+    runtime::WorkerIoLoopConfig config;
+    config.self = device_.address();
+    config.ps = options_.parameter_servers[q % options_.parameter_servers.size()];
+    config.base_port = options_.job.base_port;
+    config.max_burst = options_.max_burst;
+    config.total_workers = total_workers_;
+    ATP_ASSIGN_OR_RETURN(
+        std::unique_ptr<runtime::WorkerIoLoop> loop,
+        runtime::WorkerIoLoop::Create(config, runtime::ToWorkerQueueConfig(options_, q),
+                                      device_.queue(q)));
+    loops_.push_back(std::move(loop));
+  }
+  for (uint32_t q = 0; q < options_.job.io_threads; ++q) {
+    runtime::WorkerIoLoop* loop = loops_[q].get();
+    absl::StatusOr<std::unique_ptr<runtime::PollingThread>> thread = runtime::PollingThread::Start(
+        absl::StrCat("atp-w", rank, "-q", q), options_.polling, {loop->wait_fd()},
+        [loop](TimePoint now) { return loop->Step(now); });
+    if (!thread.ok()) {
+      Shutdown();
+      return thread.status();
+    }
+    threads_.push_back(*std::move(thread));
+  }
+  return absl::OkStatus();
+}
+
+WorkerImpl::~WorkerImpl() { Shutdown(); }
+
+void WorkerImpl::Shutdown() {
+  for (auto& thread : threads_) thread->Stop();
+  const absl::Status cancelled = absl::CancelledError("the Worker was destroyed");
+  for (auto& loop : loops_) loop->Abandon(cancelled);
+  threads_.clear();
+  // Loops return their frames to the device's pools: before the device goes.
+  loops_.clear();
+}
+
+std::shared_ptr<OpState> WorkerImpl::SubmitLocked(std::span<const float> input,
+                                                  std::span<float> output, OpOptions op_options) {
+  pieces_.clear();
+  scheduler_.Assign(input.size(), pieces_);
+  auto op = std::make_shared<OpState>(next_op_id_++, static_cast<uint32_t>(pieces_.size()),
+                                      finished_);
+  started_.fetch_add(1, std::memory_order_relaxed);
+  if (pieces_.empty()) {
+    op->Finish(absl::OkStatus());
+    return op;
+  }
+  for (const scheduler::Piece& piece : pieces_) {
+    runtime::PieceRequest request;
+    request.op = op;
+    request.input = input.subspan(piece.first_value, piece.values);
+    request.output = output.subspan(piece.first_value, piece.values);
+    request.reduction = op_options.reduction;
+    request.fragments = piece.fragments;
+    loops_[piece.queue]->Submit(std::move(request));
+  }
+  for (const scheduler::Piece& piece : pieces_) threads_[piece.queue]->Wake();
+  return op;
+}
+
+absl::StatusOr<Handle> WorkerImpl::PushPull(std::span<const float> input, std::span<float> output,
+                                            OpOptions op_options) {
+  if (input.size() != output.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("PushPull: input has ", input.size(),
+                                                   " values, output ", output.size()));
+  }
+  if (static_cast<const void*>(input.data()) != static_cast<const void*>(output.data()) &&
+      Overlap(input.data(), input.size_bytes(), output.data(), output.size_bytes())) {
+    return absl::InvalidArgumentError(
+        "PushPull: input and output overlap (only exactly the same span is allowed)");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return HandleAccess::Make(SubmitLocked(input, output, op_options));
+}
+
+absl::StatusOr<Handle> WorkerImpl::Push(TensorKey key, std::span<const float> input,
+                                        OpOptions op_options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pushed_.contains(key)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("Push: key ", key, " holds a Push not yet pulled or discarded"));
+  }
+  auto result = std::make_shared<std::vector<float>>(input.size());
+  std::shared_ptr<OpState> op = SubmitLocked(input, *result, op_options);
+  op->set_keep_alive(result);
+  pushed_.emplace(key, Pushed{result, op});
+  return HandleAccess::Make(std::move(op));
+}
+
+absl::StatusOr<Handle> WorkerImpl::Pull(TensorKey key, std::span<float> output) {
+  Pushed pushed;
+  std::shared_ptr<OpState> pull;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pushed_.find(key);
+    if (it == pushed_.end()) {
+      return absl::NotFoundError(absl::StrCat("Pull: no Push holds key ", key));
+    }
+    if (it->second.result->size() != output.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("Pull: key ", key, " holds ",
+                                                     it->second.result->size(),
+                                                     " values, output has ", output.size()));
+    }
+    pushed = std::move(it->second);
+    pushed_.erase(it);
+    pull = std::make_shared<OpState>(next_op_id_++, 0, finished_);
+    started_.fetch_add(1, std::memory_order_relaxed);
+  }
+  pushed.op->OnFinish([pull, result = pushed.result, output](const absl::Status& status) {
+    if (status.ok()) std::copy(result->begin(), result->end(), output.begin());
+    pull->Finish(status);
+  });
+  return HandleAccess::Make(std::move(pull));
+}
+
+absl::Status WorkerImpl::Discard(TensorKey key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pushed_.erase(key) == 0) {
+    return absl::NotFoundError(absl::StrCat("Discard: no Push holds key ", key));
+  }
+  return absl::OkStatus();
+}
+
+WorkerStats WorkerImpl::stats() const {
+  WorkerStats s;
+  for (const auto& loop : loops_) {
+    WorkerQueueStatistics q = loop->statistics();
+    s.frames_sent += q.frames_sent;
+    s.fragments_sent += q.fragments_sent;
+    s.retransmissions += q.retransmissions;
+    s.timeouts += q.timeouts;
+    s.loss_events += q.loss_events;
+    s.collisions += q.collisions;
+    s.ecn_marks += q.ecn_marks;
+    s.overflow_requests += q.overflow_requests;
+    s.parameter_packets += q.parameter_packets;
+    s.frames_received += q.frames_received;
+    s.decode_errors += q.decode_errors;
+    s.ignored += q.ignored;
+    s.window += q.window;
+    s.queues.push_back(q);
+  }
+  // Read finished before started: a snapshot never shows more finished than started.
+  s.operations_finished = finished_->load(std::memory_order_relaxed);
+  s.operations_started = started_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace atp::internal
+
+namespace atp {
+
+absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options,
+                                                       transport::Device& device) {
+  ATP_ASSIGN_OR_RETURN(std::unique_ptr<internal::WorkerImpl> impl,
+                       internal::WorkerImpl::Create(std::move(options), device, nullptr));
+  return std::unique_ptr<Worker>(new Worker(std::move(impl)));
+}
+
+absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(WorkerOptions options,
+                                                       std::unique_ptr<transport::Device> device) {
+  if (device == nullptr) return absl::InvalidArgumentError("Worker::Create: null device");
+  transport::Device& ref = *device;
+  ATP_ASSIGN_OR_RETURN(std::unique_ptr<internal::WorkerImpl> impl,
+                       internal::WorkerImpl::Create(std::move(options), ref, std::move(device)));
+  return std::unique_ptr<Worker>(new Worker(std::move(impl)));
+}
+
+Worker::Worker(std::unique_ptr<internal::WorkerImpl> impl) : impl_(std::move(impl)) {}
+Worker::~Worker() = default;
+
+absl::StatusOr<Handle> Worker::PushPull(std::span<const float> input, std::span<float> output,
+                                        OpOptions op_options) {
+  return impl_->PushPull(input, output, op_options);
+}
+
+absl::StatusOr<Handle> Worker::Push(TensorKey key, std::span<const float> input,
+                                    OpOptions op_options) {
+  return impl_->Push(key, input, op_options);
+}
+
+absl::StatusOr<Handle> Worker::Pull(TensorKey key, std::span<float> output) {
+  return impl_->Pull(key, output);
+}
+
+absl::Status Worker::Discard(TensorKey key) { return impl_->Discard(key); }
+
+WorkerStats Worker::stats() const { return impl_->stats(); }
+
+const WorkerOptions& Worker::options() const { return impl_->options(); }
+
+}  // namespace atp

@@ -1,0 +1,105 @@
+#include "tests/integration/cluster_test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <thread>
+
+#include "atp/wire.h"
+#include "lib/runtime/testbed/oracle.h"
+
+namespace atp::integration {
+
+std::vector<float> Values(size_t n, uint64_t seed, float range) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-range, range);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<float> ExpectedAggregate(const std::vector<std::vector<float>>& inputs, double scale,
+                                     Reduction reduction) {
+  std::vector<std::span<const float>> spans(inputs.begin(), inputs.end());
+  return testbed::ExpectedAggregate(spans, scale, reduction);
+}
+
+namespace {
+
+bool BitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+::testing::AssertionResult RunCollective(testbed::LocalCluster& cluster, size_t job,
+                                         const CollectiveOptions& options) {
+  const size_t workers = cluster.num_workers(job);
+  const double scale = cluster.worker(job, 0).options().job.scale;
+  // inputs[op][rank], outputs[op][rank]
+  std::vector<std::vector<std::vector<float>>> inputs(options.sizes.size());
+  std::vector<std::vector<std::vector<float>>> outputs(options.sizes.size());
+  std::vector<Handle> handles;
+  for (size_t op = 0; op < options.sizes.size(); ++op) {
+    for (size_t w = 0; w < workers; ++w) {
+      inputs[op].push_back(options.make_input
+                               ? options.make_input(op, w, options.sizes[op])
+                               : Values(options.sizes[op], options.seed * 1000003 + op * 131 + w,
+                                        options.range));
+      outputs[op].emplace_back(options.sizes[op], std::numeric_limits<float>::quiet_NaN());
+    }
+  }
+  for (size_t op = 0; op < options.sizes.size(); ++op) {
+    for (size_t w = 0; w < workers; ++w) {
+      absl::StatusOr<Handle> h = cluster.worker(job, w).PushPull(
+          inputs[op][w], outputs[op][w], OpOptions{.reduction = options.reduction});
+      if (!h.ok()) {
+        return ::testing::AssertionFailure() << "PushPull op " << op << " worker " << w << ": "
+                                             << h.status();
+      }
+      handles.push_back(*h);
+    }
+  }
+  const absl::Status waited = WaitAll(handles, absl::Now() + options.deadline);
+  if (!waited.ok()) return ::testing::AssertionFailure() << "WaitAll: " << waited;
+  for (size_t op = 0; op < options.sizes.size(); ++op) {
+    const std::vector<float> expected = ExpectedAggregate(inputs[op], scale, options.reduction);
+    for (size_t w = 0; w < workers; ++w) {
+      if (!BitIdentical(outputs[op][w], outputs[op][0])) {
+        return ::testing::AssertionFailure()
+               << "op " << op << ": worker " << w << " differs from worker 0";
+      }
+      if (!BitIdentical(outputs[op][w], expected)) {
+        size_t i = 0;
+        while (i < expected.size() &&
+               std::memcmp(&outputs[op][w][i], &expected[i], sizeof(float)) == 0) {
+          ++i;
+        }
+        return ::testing::AssertionFailure()
+               << "op " << op << " (" << options.sizes[op] << " values), worker " << w
+               << ": value " << i << " is " << outputs[op][w][i] << ", expected " << expected[i];
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult EventuallyPsStats(
+    testbed::LocalCluster& cluster, size_t job, size_t index,
+    const std::function<bool(const ParameterServerStats&)>& predicate) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  ParameterServerStats s;
+  do {
+    s = cluster.parameter_server(job, index).stats();
+    if (predicate(s)) return ::testing::AssertionSuccess();
+    std::this_thread::yield();
+  } while (absl::Now() < deadline);
+  return ::testing::AssertionFailure()
+         << "PS stats never matched: completed " << s.completed << ", fp_completed "
+         << s.fp_completed << ", contributions " << s.contributions << ", wrong_shard "
+         << s.wrong_shard << ", decode_errors " << s.decode_errors;
+}
+
+}  // namespace atp::integration

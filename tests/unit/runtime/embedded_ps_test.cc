@@ -1,0 +1,156 @@
+// EmbeddedParameterServer: a framework hands it frames (or bare UDP
+// messages) from its own threads and gets the parameter packets back through
+// a FrameSink: one per worker with unicast delivery, one to the group with
+// multicast; rejects are reported and counted.
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "atp/parameter_server.h"
+#include "atp/wire.h"
+#include "gtest/gtest.h"
+
+namespace atp {
+namespace {
+
+transport::DeviceAddress Address(const char* ip) {
+  const wire::Ipv4Address a = *wire::Ipv4Address::Parse(ip);
+  return {a, transport::DefaultMacFor(a)};
+}
+
+class CollectingSink : public FrameSink {
+ public:
+  void SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) override {
+    std::lock_guard<std::mutex> lock(mu);
+    frames.emplace_back(frame.begin(), frame.end());
+  }
+  std::mutex mu;
+  std::vector<std::vector<uint8_t>> frames;
+};
+
+ParameterServerOptions TwoWorkerJob(ParameterDelivery delivery, uint32_t shards = 1) {
+  ParameterServerOptions o;
+  ParameterServerJobOptions job;
+  job.job_id = 5;
+  job.layout = RackLayout::Uniform(1, 2);
+  job.delivery = delivery;
+  job.workers = {Address("10.0.0.1"), Address("10.0.0.2")};
+  job.multicast_group = {*wire::Ipv4Address::Parse("239.1.0.5"), {}};
+  o.jobs.push_back(job);
+  o.slots = 16;
+  o.io_threads = shards;
+  return o;
+}
+
+// Gradient: worker `w`'s fragment at (queue, position), all values `value`.
+std::vector<uint8_t> Gradient(int w, uint32_t queue, uint32_t position, int32_t value) {
+  wire::FrameFields f;
+  f.src_ip = Address(w == 0 ? "10.0.0.1" : "10.0.0.2").ipv4;
+  f.dst_ip = Address("10.0.0.100").ipv4;
+  f.header.job = 5;
+  f.header.seq = wire::MakeSeq(queue, position);
+  f.header.bitmap0 = 1u << w;
+  f.header.bitmap1 = 1;
+  f.header.fan_in0 = 2;
+  f.header.fan_in1 = 1;
+  wire::Payload payload;
+  payload.fill(static_cast<uint32_t>(value));
+  std::vector<uint8_t> frame(wire::kFrameBytes);
+  wire::EncodeFrame(f, payload, wire::kDefaultBasePort,
+                    std::span<uint8_t, wire::kFrameBytes>(frame.data(), wire::kFrameBytes));
+  return frame;
+}
+
+TEST(EmbeddedPsTest, UnicastSendsTheSumToEveryWorker) {
+  auto ps = EmbeddedParameterServer::Create(TwoWorkerJob(ParameterDelivery::kUnicast),
+                                            Address("10.0.0.100"));
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  CollectingSink sink;
+  EXPECT_EQ((*ps)->HandleFrame(Gradient(0, 0, 0, 7), sink), wire::DecodeError::kOk);
+  EXPECT_TRUE(sink.frames.empty());
+  EXPECT_EQ((*ps)->HandleFrame(Gradient(1, 0, 0, 35), sink), wire::DecodeError::kOk);
+  ASSERT_EQ(sink.frames.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    wire::FrameFields f;
+    wire::Payload p;
+    ASSERT_EQ(wire::DecodeFrame(sink.frames[i], wire::kDefaultBasePort, &f, &p),
+              wire::DecodeError::kOk);
+    EXPECT_TRUE(f.header.ack);
+    EXPECT_EQ(f.src_ip, Address("10.0.0.100").ipv4);
+    EXPECT_EQ(f.dst_ip, Address(i == 0 ? "10.0.0.1" : "10.0.0.2").ipv4);
+    EXPECT_EQ(f.dst_mac, Address(i == 0 ? "10.0.0.1" : "10.0.0.2").mac);
+    EXPECT_EQ(static_cast<int32_t>(p[0]), 42);
+    EXPECT_EQ(static_cast<int32_t>(p[61]), 42);
+  }
+  const ParameterServerStats s = (*ps)->stats();
+  EXPECT_EQ(s.frames_received, 2u);
+  EXPECT_EQ(s.contributions, 2u);
+  EXPECT_EQ(s.completed, 1u);
+  EXPECT_EQ(s.frames_sent, 2u);
+}
+
+TEST(EmbeddedPsTest, MulticastSendsOneFrameToTheGroup) {
+  auto ps = EmbeddedParameterServer::Create(TwoWorkerJob(ParameterDelivery::kMulticast),
+                                            Address("10.0.0.100"));
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  CollectingSink sink;
+  (*ps)->HandleFrame(Gradient(0, 1, 0, 1), sink);
+  (*ps)->HandleFrame(Gradient(1, 1, 0, 2), sink);
+  ASSERT_EQ(sink.frames.size(), 1u);
+  wire::FrameFields f;
+  ASSERT_EQ(wire::DecodeFrame(sink.frames[0], wire::kDefaultBasePort, &f, nullptr),
+            wire::DecodeError::kOk);
+  EXPECT_EQ(f.dst_ip, *wire::Ipv4Address::Parse("239.1.0.5"));
+  EXPECT_EQ(f.header.queue(), 1u);
+}
+
+TEST(EmbeddedPsTest, BareUdpMessagesWorkLikeFrames) {
+  auto ps = EmbeddedParameterServer::Create(TwoWorkerJob(ParameterDelivery::kUnicast),
+                                            Address("10.0.0.100"));
+  ASSERT_TRUE(ps.ok());
+  CollectingSink sink;
+  for (int w = 0; w < 2; ++w) {
+    const std::vector<uint8_t> frame = Gradient(w, 0, 0, 3);
+    EXPECT_EQ((*ps)->HandleMessage(std::span(frame).subspan(wire::kAtpOffset), sink),
+              wire::DecodeError::kOk);
+  }
+  EXPECT_EQ(sink.frames.size(), 2u);
+}
+
+TEST(EmbeddedPsTest, MalformedFramesAreRejectedAndCounted) {
+  auto ps = EmbeddedParameterServer::Create(TwoWorkerJob(ParameterDelivery::kUnicast),
+                                            Address("10.0.0.100"));
+  ASSERT_TRUE(ps.ok());
+  CollectingSink sink;
+  std::vector<uint8_t> bad = Gradient(0, 0, 0, 1);
+  bad[wire::kIpv4Offset + 10] ^= 0xFF;  // IPv4 checksum
+  EXPECT_EQ((*ps)->HandleFrame(bad, sink), wire::DecodeError::kBadIpv4Checksum);
+  EXPECT_EQ((*ps)->HandleFrame(std::span(bad).first(100), sink), wire::DecodeError::kShortFrame);
+  EXPECT_TRUE(sink.frames.empty());
+  EXPECT_EQ((*ps)->stats().decode_errors, 2u);
+  EXPECT_EQ((*ps)->stats().gradients, 0u);
+}
+
+TEST(EmbeddedPsTest, FrameworkThreadsFeedShardsConcurrently) {
+  // Four framework threads, each owning one queue's traffic, two lock shards.
+  auto ps = EmbeddedParameterServer::Create(TwoWorkerJob(ParameterDelivery::kUnicast, 2),
+                                            Address("10.0.0.100"));
+  ASSERT_TRUE(ps.ok());
+  CollectingSink sink;
+  constexpr uint32_t kPositions = 16;  // one window of slots: no resends needed
+  std::vector<std::thread> threads;
+  for (uint32_t q = 0; q < 4; ++q) {
+    threads.emplace_back([&, q] {
+      for (uint32_t p = 0; p < kPositions; ++p) {
+        for (int w = 0; w < 2; ++w) (*ps)->HandleFrame(Gradient(w, q, p, 1), sink);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(sink.frames.size(), 4u * kPositions * 2);
+  EXPECT_EQ((*ps)->stats().completed, 4u * kPositions);
+}
+
+}  // namespace
+}  // namespace atp

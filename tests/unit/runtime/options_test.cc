@@ -1,0 +1,182 @@
+// Options: every bad field is refused at creation with a message naming it.
+#include "atp/options.h"
+
+#include <string>
+
+#include "atp/parameter_server.h"
+#include "atp/transport/loopback.h"
+#include "atp/transport_factory.h"
+#include "atp/worker.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace atp {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+WorkerOptions GoodWorker() {
+  WorkerOptions o;
+  o.job.job_id = 3;
+  o.job.layout = RackLayout::Uniform(2, 2);
+  o.job.io_threads = 2;
+  o.rack = 1;
+  o.worker_in_rack = 1;
+  o.parameter_servers.push_back({*wire::Ipv4Address::Parse("10.0.0.1"), {}});
+  return o;
+}
+
+ParameterServerOptions GoodPs() {
+  ParameterServerOptions o;
+  ParameterServerJobOptions job;
+  job.job_id = 3;
+  job.layout = RackLayout::Uniform(1, 2);
+  job.delivery = ParameterDelivery::kUnicast;
+  job.workers = {{*wire::Ipv4Address::Parse("10.0.0.2"), {}},
+                 {*wire::Ipv4Address::Parse("10.0.0.3"), {}}};
+  o.jobs.push_back(job);
+  return o;
+}
+
+TEST(OptionsTest, GoodOptionsValidate) {
+  EXPECT_TRUE(GoodWorker().Validate().ok()) << GoodWorker().Validate();
+  EXPECT_TRUE(GoodPs().Validate().ok()) << GoodPs().Validate();
+}
+
+TEST(OptionsTest, RackLayoutRanksAreRackMajor) {
+  RackLayout layout;
+  layout.workers_per_rack = {3, 1, 2};
+  EXPECT_EQ(layout.total_workers(), 6);
+  EXPECT_EQ(layout.RankOf(0, 2), 2);
+  EXPECT_EQ(layout.RankOf(1, 0), 3);
+  EXPECT_EQ(layout.RankOf(2, 1), 5);
+}
+
+struct WorkerCase {
+  const char* field;
+  void (*mutate)(WorkerOptions&);
+};
+
+TEST(OptionsTest, EachBadWorkerFieldIsNamed) {
+  const WorkerCase cases[] = {
+      {"WorkerOptions.job.job_id", [](WorkerOptions& o) { o.job.job_id = 0; }},
+      {"WorkerOptions.job.layout.workers_per_rack[1]",
+       [](WorkerOptions& o) { o.job.layout.workers_per_rack[1] = 33; }},
+      {"WorkerOptions.job.layout.workers_per_rack",
+       [](WorkerOptions& o) { o.job.layout.workers_per_rack.clear(); }},
+      {"WorkerOptions.job.io_threads", [](WorkerOptions& o) { o.job.io_threads = 17; }},
+      {"WorkerOptions.job.scale", [](WorkerOptions& o) { o.job.scale = -1; }},
+      {"WorkerOptions.job.slots", [](WorkerOptions& o) { o.job.slots = 300; }},
+      {"WorkerOptions.job.initial_window", [](WorkerOptions& o) { o.job.initial_window = 512; }},
+      {"WorkerOptions.job.retransmission_floor",
+       [](WorkerOptions& o) { o.job.retransmission_floor = absl::ZeroDuration(); }},
+      {"WorkerOptions.job.initial_retransmission_timeout",
+       [](WorkerOptions& o) { o.job.initial_retransmission_timeout = absl::Microseconds(1); }},
+      {"WorkerOptions.job.max_retransmission_timeout",
+       [](WorkerOptions& o) { o.job.max_retransmission_timeout = absl::Milliseconds(2); }},
+      {"WorkerOptions.job.base_port", [](WorkerOptions& o) { o.job.base_port = 65530; }},
+      {"WorkerOptions.job.scheduler.max_piece_fragments",
+       [](WorkerOptions& o) { o.job.scheduler.max_piece_fragments = 1; }},
+      {"WorkerOptions.rack", [](WorkerOptions& o) { o.rack = 2; }},
+      {"WorkerOptions.worker_in_rack", [](WorkerOptions& o) { o.worker_in_rack = -1; }},
+      {"WorkerOptions.parameter_servers", [](WorkerOptions& o) { o.parameter_servers.clear(); }},
+      {"WorkerOptions.parameter_servers[0].ipv4",
+       [](WorkerOptions& o) { o.parameter_servers[0].ipv4.value = 0; }},
+      {"WorkerOptions.polling.max_sleep",
+       [](WorkerOptions& o) { o.polling.max_sleep = absl::Seconds(5); }},
+      {"WorkerOptions.max_burst", [](WorkerOptions& o) { o.max_burst = 0; }},
+  };
+  for (const WorkerCase& c : cases) {
+    WorkerOptions o = GoodWorker();
+    c.mutate(o);
+    const absl::Status s = o.Validate();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.field;
+    EXPECT_THAT(Message(s), StartsWith(std::string(c.field) + ":")) << s;
+  }
+}
+
+struct PsCase {
+  const char* field;
+  void (*mutate)(ParameterServerOptions&);
+};
+
+TEST(OptionsTest, EachBadParameterServerFieldIsNamed) {
+  const PsCase cases[] = {
+      {"ParameterServerOptions.jobs", [](ParameterServerOptions& o) { o.jobs.clear(); }},
+      {"ParameterServerOptions.jobs[0].job_id",
+       [](ParameterServerOptions& o) { o.jobs[0].job_id = 0; }},
+      {"ParameterServerOptions.jobs[1].job_id",
+       [](ParameterServerOptions& o) { o.jobs.push_back(o.jobs[0]); }},
+      {"ParameterServerOptions.jobs[0].workers",
+       [](ParameterServerOptions& o) { o.jobs[0].workers.pop_back(); }},
+      {"ParameterServerOptions.jobs[0].multicast_group",
+       [](ParameterServerOptions& o) { o.jobs[0].delivery = ParameterDelivery::kMulticast; }},
+      {"ParameterServerOptions.slots", [](ParameterServerOptions& o) { o.slots = 3; }},
+      {"ParameterServerOptions.server_index",
+       [](ParameterServerOptions& o) { o.server_index = 1; }},
+      {"ParameterServerOptions.io_threads",
+       [](ParameterServerOptions& o) {
+         o.server_count = 4;
+         o.io_threads = 5;
+       }},
+  };
+  for (const PsCase& c : cases) {
+    ParameterServerOptions o = GoodPs();
+    c.mutate(o);
+    const absl::Status s = o.Validate();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.field;
+    EXPECT_THAT(Message(s), StartsWith(std::string(c.field) + ":")) << s;
+  }
+}
+
+TEST(OptionsTest, WorkerCreateRefusesBadOptionsAndMismatchedDevices) {
+  std::shared_ptr<transport::LoopbackWire> wire = transport::LoopbackWire::Create({});
+  transport::LoopbackEndpointOptions endpoint;
+  endpoint.address = {*wire::Ipv4Address::Parse("10.0.0.2"), {}};
+  endpoint.device.num_queues = 1;
+  absl::StatusOr<std::unique_ptr<transport::Device>> device = wire->AddEndpoint(endpoint);
+  ASSERT_TRUE(device.ok()) << device.status();
+
+  WorkerOptions bad = GoodWorker();
+  bad.job.slots = 100;
+  EXPECT_THAT(Message(Worker::Create(bad, **device).status()),
+              HasSubstr("WorkerOptions.job.slots"));
+
+  WorkerOptions too_many_threads = GoodWorker();  // 2 threads, 1 device queue
+  EXPECT_THAT(Message(Worker::Create(too_many_threads, **device).status()),
+              HasSubstr("WorkerOptions.job.io_threads"));
+
+  WorkerOptions port = GoodWorker();
+  port.job.io_threads = 1;
+  port.job.base_port = 40000;
+  EXPECT_THAT(Message(Worker::Create(port, **device).status()),
+              HasSubstr("WorkerOptions.job.base_port"));
+}
+
+TEST(OptionsTest, ParameterServerStartRefusesThreadsWithoutQueues) {
+  std::shared_ptr<transport::LoopbackWire> wire = transport::LoopbackWire::Create({});
+  transport::LoopbackEndpointOptions endpoint;
+  endpoint.address = {*wire::Ipv4Address::Parse("10.0.0.1"), {}};
+  endpoint.device.num_queues = 1;
+  absl::StatusOr<std::unique_ptr<transport::Device>> device = wire->AddEndpoint(endpoint);
+  ASSERT_TRUE(device.ok());
+  ParameterServerOptions o = GoodPs();
+  o.io_threads = 2;
+  EXPECT_THAT(Message(ParameterServer::Start(o, **device).status()),
+              HasSubstr("ParameterServerOptions.io_threads"));
+}
+
+TEST(OptionsTest, TransportOptionsNameTheMissingPiece) {
+  TransportOptions t;
+  t.kind = TransportKind::kLoopback;
+  EXPECT_THAT(Message(OpenTransport(t).status()), HasSubstr("TransportOptions.loopback_wire"));
+  EXPECT_EQ(*ParseTransportKind("kernel_udp"), TransportKind::kKernelUdp);
+  EXPECT_EQ(*ParseTransportKind("loopback"), TransportKind::kLoopback);
+  EXPECT_FALSE(ParseTransportKind("carrier-pigeon").ok());
+}
+
+}  // namespace
+}  // namespace atp

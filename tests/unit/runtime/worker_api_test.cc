@@ -1,0 +1,198 @@
+// The Worker API's contract on a small in-process job (one rack of two
+// workers, one switch, over loopback): PushPull (also in place), Push then
+// Pull by key, Discard, empty tensors, argument errors, and cancellation
+// when the Worker goes away.
+#include "atp/worker.h"
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "atp/quantize.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "lib/runtime/testbed/local_cluster.h"
+
+namespace atp {
+namespace {
+
+using testbed::FabricAggregation;
+using testbed::LocalCluster;
+using testbed::LocalClusterOptions;
+using testbed::LocalJob;
+
+constexpr absl::Duration kDeadline = absl::Seconds(20);
+
+std::unique_ptr<LocalCluster> TwoWorkers() {
+  LocalClusterOptions options;
+  options.aggregation = FabricAggregation::kSingleSwitch;
+  LocalJob job;
+  job.job.job_id = 1;
+  job.job.layout = RackLayout::Uniform(1, 2);
+  job.job.io_threads = 2;
+  job.job.slots = 64;
+  job.job.initial_window = 32;
+  options.jobs.push_back(job);
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Create(options);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return cluster.ok() ? *std::move(cluster) : nullptr;
+}
+
+std::vector<float> Values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// ExactSum: dequantize(sum of quantized inputs), computed independently.
+std::vector<float> ExactSum(const std::vector<std::vector<float>>& inputs) {
+  const size_t n = inputs[0].size();
+  std::vector<int64_t> sum(n, 0);
+  std::vector<int32_t> q(n);
+  for (const auto& in : inputs) {
+    Quantize(in, kDefaultScale, q);
+    for (size_t i = 0; i < n; ++i) sum[i] += q[i];
+  }
+  std::vector<int32_t> s32(n);
+  for (size_t i = 0; i < n; ++i) s32[i] = static_cast<int32_t>(sum[i]);
+  std::vector<float> out(n);
+  Dequantize(s32, kDefaultScale, out);
+  return out;
+}
+
+TEST(WorkerApiTest, PushPullInPlaceGivesTheExactSumOnEveryWorker) {
+  auto cluster = TwoWorkers();
+  ASSERT_NE(cluster, nullptr);
+  std::vector<std::vector<float>> inputs = {Values(5000, 1), Values(5000, 2)};
+  const std::vector<float> expected = ExactSum(inputs);
+  std::vector<std::vector<float>> buffers = inputs;
+  std::vector<Handle> handles;
+  for (size_t w = 0; w < 2; ++w) {
+    auto h = cluster->worker(0, w).PushPull(buffers[w], buffers[w]);
+    ASSERT_TRUE(h.ok()) << h.status();
+    handles.push_back(*h);
+  }
+  ASSERT_TRUE(WaitAll(handles, absl::Now() + kDeadline).ok());
+  EXPECT_EQ(buffers[0], expected);
+  EXPECT_EQ(buffers[1], expected);
+}
+
+TEST(WorkerApiTest, PushKeepsTheResultUntilPullCopiesIt) {
+  auto cluster = TwoWorkers();
+  ASSERT_NE(cluster, nullptr);
+  std::vector<std::vector<float>> inputs = {Values(700, 3), Values(700, 4)};
+  const std::vector<float> expected = ExactSum(inputs);
+  std::vector<Handle> pushes;
+  for (size_t w = 0; w < 2; ++w) {
+    auto h = cluster->worker(0, w).Push(/*key=*/42, inputs[w]);
+    ASSERT_TRUE(h.ok()) << h.status();
+    pushes.push_back(*h);
+  }
+  // Pull may be issued before the Push finishes; it finishes after it.
+  std::vector<std::vector<float>> outputs(2, std::vector<float>(700, -1.0f));
+  std::vector<Handle> pulls;
+  for (size_t w = 0; w < 2; ++w) {
+    auto h = cluster->worker(0, w).Pull(42, outputs[w]);
+    ASSERT_TRUE(h.ok()) << h.status();
+    pulls.push_back(*h);
+  }
+  ASSERT_TRUE(WaitAll(pulls, absl::Now() + kDeadline).ok());
+  EXPECT_TRUE(pushes[0].Poll());
+  EXPECT_EQ(outputs[0], expected);
+  EXPECT_EQ(outputs[1], expected);
+  // The key is free again.
+  EXPECT_TRUE(absl::IsNotFound(cluster->worker(0, 0).Pull(42, outputs[0]).status()));
+}
+
+TEST(WorkerApiTest, PullAfterThePushFinishedCompletesAtOnce) {
+  auto cluster = TwoWorkers();
+  ASSERT_NE(cluster, nullptr);
+  std::vector<std::vector<float>> inputs = {Values(100, 5), Values(100, 6)};
+  std::vector<Handle> pushes;
+  for (size_t w = 0; w < 2; ++w) pushes.push_back(*cluster->worker(0, w).Push(7, inputs[w]));
+  ASSERT_TRUE(WaitAll(pushes, absl::Now() + kDeadline).ok());
+  std::vector<float> out(100);
+  auto pull = cluster->worker(0, 0).Pull(7, out);
+  ASSERT_TRUE(pull.ok());
+  EXPECT_TRUE(pull->Poll());
+  EXPECT_EQ(out, ExactSum(inputs));
+  EXPECT_TRUE(cluster->worker(0, 1).Discard(7).ok());
+  EXPECT_TRUE(absl::IsNotFound(cluster->worker(0, 1).Discard(7)));
+}
+
+TEST(WorkerApiTest, KeyErrorsAndSizeErrorsAreReportedWithoutStartingAnything) {
+  auto cluster = TwoWorkers();
+  ASSERT_NE(cluster, nullptr);
+  Worker& w = cluster->worker(0, 0);
+  std::vector<float> a(10), b(11), big(100);
+  EXPECT_TRUE(absl::IsInvalidArgument(w.PushPull(a, b).status()));
+  // Overlapping but not identical spans.
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      w.PushPull(std::span<const float>(big).subspan(0, 50), std::span<float>(big).subspan(10, 50))
+          .status()));
+  EXPECT_TRUE(absl::IsNotFound(w.Pull(99, a).status()));
+  EXPECT_EQ(w.stats().operations_started, 0u);
+  // A duplicate key is refused (this Push is never matched by worker 1: it is
+  // cancelled when the cluster goes away).
+  ASSERT_TRUE(w.Push(1, a).ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(w.Push(1, a).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(w.Pull(1, b).status()));
+}
+
+TEST(WorkerApiTest, EmptyTensorFinishesAtOnce) {
+  auto cluster = TwoWorkers();
+  ASSERT_NE(cluster, nullptr);
+  std::vector<float> none;
+  auto h = cluster->worker(0, 0).PushPull(none, none);
+  ASSERT_TRUE(h.ok());
+  EXPECT_TRUE(h->Poll());
+  EXPECT_TRUE(h->status().ok());
+}
+
+TEST(WorkerApiTest, DestroyingTheWorkerCancelsWhatIsStillRunning) {
+  auto cluster = TwoWorkers();
+  ASSERT_NE(cluster, nullptr);
+  std::vector<float> in = Values(1000, 7);
+  std::vector<float> out(1000);
+  // Only worker 0 contributes: the aggregation cannot complete.
+  auto h = cluster->worker(0, 0).PushPull(in, out);
+  ASSERT_TRUE(h.ok());
+  auto pushed = cluster->worker(0, 0).Push(5, in);
+  ASSERT_TRUE(pushed.ok());
+  std::vector<float> pulled(1000);
+  auto pull = cluster->worker(0, 0).Pull(5, pulled);
+  ASSERT_TRUE(pull.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(h->Wait(absl::Milliseconds(20))));
+  cluster.reset();
+  EXPECT_TRUE(absl::IsCancelled(h->Wait(absl::ZeroDuration())));
+  EXPECT_TRUE(absl::IsCancelled(pushed->status()));
+  EXPECT_TRUE(absl::IsCancelled(pull->status()));
+}
+
+TEST(WorkerApiTest, StatsCountOperationsAndFrames) {
+  auto cluster = TwoWorkers();
+  ASSERT_NE(cluster, nullptr);
+  std::vector<std::vector<float>> inputs = {Values(62 * 100, 8), Values(62 * 100, 9)};
+  std::vector<std::vector<float>> outputs(2, std::vector<float>(62 * 100));
+  std::vector<Handle> handles;
+  for (size_t w = 0; w < 2; ++w) {
+    handles.push_back(*cluster->worker(0, w).PushPull(inputs[w], outputs[w]));
+  }
+  ASSERT_TRUE(WaitAll(handles, absl::Now() + kDeadline).ok());
+  const WorkerStats s = cluster->worker(0, 0).stats();
+  EXPECT_EQ(s.operations_started, 1u);
+  EXPECT_EQ(s.operations_finished, 1u);
+  EXPECT_GE(s.fragments_sent, 100u);
+  EXPECT_GE(s.frames_sent, s.fragments_sent);
+  EXPECT_GE(s.parameter_packets, 100u);
+  ASSERT_EQ(s.queues.size(), 2u);
+  // 100 fragments, min piece 64: one piece, on one queue.
+  EXPECT_EQ(s.queues[0].fragments_assigned + s.queues[1].fragments_assigned, 100u);
+  EXPECT_GT(s.window, 0u);
+}
+
+}  // namespace
+}  // namespace atp
