@@ -153,35 +153,10 @@ void EncodeFrame(const FrameFields& fields, const Payload& payload, uint16_t bas
 }
 
 DecodeError ValidateFrame(std::span<const uint8_t> frame, uint16_t base_port) {
-  if (frame.size() != kFrameBytes) [[unlikely]] {
-    return LengthError(frame.size());
-  }
-  // Fast path: every check of ValidateFrameInOrder at once, each as the XOR
-  // (or mask) of a field against its required value, OR-ed together: zero iff
-  // all pass. A valid frame costs one predictable branch; only a bad frame
-  // pays for finding the first failure.
-  const uint8_t* p = frame.data();
-  const uint8_t* ip = p + kIpv4Offset;
-  const uint8_t* udp = p + kUdpOffset;
-  const uint8_t* atp = p + kAtpOffset;
-  const uint32_t job_seq = LoadBig32(atp + internal::kJobSeqOffset);
-  const uint32_t port = UdpPortOf(job_seq, base_port);
-  static_assert((kTosEct0 | 1) == kTosCe, "ECT(0) and CE differ in the low bit only");
-  static_assert(kUdpSrcPort + 2 == kUdpDstPort, "both ports load as one 32-bit word");
-  uint32_t l2_l4_mismatch = LoadBig16(p + kEtherTypeOffset) ^ kEtherTypeIpv4;
-  l2_l4_mismatch |= ip[kIpVersionIhl] ^ kIpv4VersionIhl;
-  l2_l4_mismatch |= LoadBig16(ip + kIpFlagsFragment) & kIpFragmentMask;
-  l2_l4_mismatch |= LoadBig16(ip + kIpTotalLength) ^ kIpv4TotalLength;
-  l2_l4_mismatch |= OnesComplementSum(ip, LoadNative16(ip + kIpChecksum)) ^ 0xFFFFu;
-  l2_l4_mismatch |= ip[kIpProtocol] ^ kIpProtocolUdp;
-  l2_l4_mismatch |= LoadBig16(udp + kUdpLengthOffset) ^ kUdpLength;
-  l2_l4_mismatch |= LoadBig32(udp + kUdpSrcPort) ^ ((port << 16) | port);
-  l2_l4_mismatch |= port >> 16;  // base_port + queue does not fit a port
-  l2_l4_mismatch |= (ip[kIpTos] | 1u) ^ kTosCe;
-  const bool header_ok = internal::RawHeaderIsValid(
-      job_seq, LoadBig32(atp + internal::kBitmap0Offset), LoadBig32(atp + internal::kBitmap1Offset),
-      LoadBig16(atp + internal::kFanFlagsOffset));
-  if (l2_l4_mismatch == 0 && header_ok) [[likely]] {
+  // Fast path: the checks inline (frame_checks.h), each a branch that valid
+  // frames always predict; only a bad frame pays for finding the first failure.
+  if (frame.size() == kFrameBytes && internal::FrameChecksPass(frame.data(), base_port))
+      [[likely]] {
     return DecodeError::kOk;
   }
   return internal::ValidateFrameInOrder(frame, base_port);

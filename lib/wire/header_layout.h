@@ -45,32 +45,34 @@ static_assert(FrameView::kEdge == kEdgeBit && FrameView::kResend == kResendBit &
               FrameView::kAck == kAckBit && FrameView::kFp == kFpBit);
 
 // ContributorMask: the bitmap bits a fan-in of `encoded_fan_in + 1` allows
-// (bits 0..fan_in-1). `encoded_fan_in` is 0..31, so the shift never reaches 32.
+// (bits 0..fan_in-1). Only the low 5 bits of `encoded_fan_in` count, so the
+// shift never reaches 32.
 constexpr uint32_t ContributorMask(uint32_t encoded_fan_in) {
-  return ~uint32_t{0} >> (31 - (encoded_fan_in & kFanInFieldMask));
+  return ~uint32_t{0} >> ((encoded_fan_in & kFanInFieldMask) ^ kFanInFieldMask);
 }
 static_assert(ContributorMask(0) == 0x1 && ContributorMask(3) == 0xF &&
               ContributorMask(31) == 0xFFFFFFFF);
 
 // RawHeaderIsValid: ValidateHeader(DecodeHeader(bytes)) == kOk, evaluated on
-// the raw words with no early exits, for the per-packet fast path. seq width
-// and fan-in range cannot be wrong on the wire (their fields are exactly wide
-// enough), so only the job and bitmap rules remain. On false, callers run
+// the raw words, for the per-packet fast path: a few branches, each one
+// predictable when packets are valid. seq
+// width and fan-in range cannot be wrong on the wire (their fields are exactly
+// wide enough), so only the job and bitmap rules remain. On false, callers run
 // ValidateHeader to learn which rule failed.
 inline bool RawHeaderIsValid(uint32_t job_seq, uint32_t bitmap0, uint32_t bitmap1,
                              uint16_t fan_flags) {
   const uint32_t mask0 = ContributorMask(fan_flags >> kFanIn0Shift);
   const uint32_t mask1 = ContributorMask(fan_flags >> kFanIn1Shift);
-  const bool gradient = (fan_flags & kAckBit) == 0;
-  const bool names_racks = (fan_flags & (kAckBit | kCollisionBit)) != (kAckBit | kCollisionBit);
-  const bool level1 = (fan_flags & kEdgeBit) == 0;
-  // Bitwise, not logical, operators: every term is cheap, and evaluating all of
-  // them avoids data-dependent branches.
-  const bool bad = ((job_seq >> kJobShift) == 0) | ((bitmap0 & ~mask0) != 0) |
-                   (((bitmap1 & ~mask1) != 0) & names_racks) |
-                   (gradient & ((bitmap0 == 0) | (bitmap1 == 0) |
-                            (level1 & ((bitmap1 & (bitmap1 - 1)) != 0))));
-  return !bad;
+  if (job_seq < (1u << kJobShift)) return false;  // job 0
+  if ((fan_flags & kAckBit) == 0) [[likely]] {
+    // A gradient: both bitmaps non-empty and inside their fan-ins (b - 1 <
+    // mask, unsigned, says both at once), and at level 1 bitmap1 one rack.
+    return bitmap0 - 1 < mask0 && bitmap1 - 1 < mask1 &&
+           ((fan_flags & kEdgeBit) != 0 || (bitmap1 & (bitmap1 - 1)) == 0);
+  }
+  // A parameter packet: bitmaps may be empty; bitmap1 carries the new index
+  // instead of racks when collision is set.
+  return (bitmap0 & ~mask0) == 0 && ((fan_flags & kCollisionBit) != 0 || (bitmap1 & ~mask1) == 0);
 }
 
 }  // namespace atp::wire::internal

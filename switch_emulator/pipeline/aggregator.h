@@ -59,13 +59,16 @@ constexpr uint32_t OwnerKey(uint8_t job, uint32_t seq) {
 // same workers). A packet of the same (job, seq) that differs in any of these
 // is a stranger (rule 5) and goes to the PS, which aggregates anything.
 struct alignas(32) AggregatorState {
-  uint32_t owner = 0;   // OwnerKey(job, seq); 0 = free
-  uint32_t bitmap = 0;  // contributors so far, at `level` (bitmap0 or bitmap1 bits)
-  uint32_t rack = 0;    // level 1: the contributions' bitmap1 (one rack bit); level 2: 0
-  uint8_t counter = 0;  // popcount(bitmap)
-  uint8_t fan_in = 0;   // contributors that complete it (1..32)
+  // Identity: who may add to it. owner and rack share one 8-byte word, fan_in
+  // and level the next 2 bytes, so Owns is two compares.
+  uint32_t owner = 0;  // OwnerKey(job, seq); 0 = free
+  uint32_t rack = 0;   // level 1: the contributions' bitmap1 (one rack bit); level 2: 0
+  uint8_t fan_in = 0;  // contributors that complete it (1..32)
   AggregationLevel level = AggregationLevel::kLevel1;
+  // Progress.
+  uint8_t counter = 0;  // popcount(bitmap)
   bool ecn = false;     // OR of the contributions' ecn flags
+  uint32_t bitmap = 0;  // contributors so far, at `level` (bitmap0 or bitmap1 bits)
   TimePoint timestamp;  // last time a packet added to (or claimed) it
 
   bool is_free() const { return owner == 0; }
@@ -73,7 +76,7 @@ struct alignas(32) AggregatorState {
   uint32_t seq() const { return owner & wire::kSeqMask; }
   // Owns: whether this aggregator holds exactly that aggregation.
   bool Owns(uint32_t key, AggregationLevel at, uint8_t fan, uint32_t rack_bits) const {
-    return owner == key && level == at && fan_in == fan && rack == rack_bits;
+    return ((owner ^ key) | (rack ^ rack_bits)) == 0 && fan_in == fan && level == at;
   }
 
   friend bool operator==(const AggregatorState&, const AggregatorState&) = default;

@@ -64,6 +64,7 @@ absl::StatusOr<JobTable> JobTable::Create(std::span<const JobConfig> jobs, Parti
       entry.count = job.slice.count;
     }
     entry.reciprocal = ReciprocalFor(entry.count);
+    entry.mask = entry.count > 1 && (entry.count & (entry.count - 1)) == 0 ? entry.count - 1 : 0;
     table.entries_[job.job] = entry;
   }
   return table;

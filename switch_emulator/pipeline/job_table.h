@@ -5,6 +5,7 @@
 //   JobConfig job{.job = 3, .levels = JobLevels::kBoth, .multicast_group = 30};
 //   absl::StatusOr<JobTable> table = JobTable::Create({job}, PartitionMode::kDynamic, 4096);
 //   const JobEntry* entry = table->Find(3);           // null: not aggregated here
+//   const JobEntry& e = table->Entry(3);               // the datapath's branch-free form
 //   size_t i = entry->AggregatorFor(header_index);   // index into the AggregatorArray
 #ifndef ATP_SWITCH_EMULATOR_PIPELINE_JOB_TABLE_H_
 #define ATP_SWITCH_EMULATOR_PIPELINE_JOB_TABLE_H_
@@ -48,22 +49,25 @@ struct JobConfig {
   AggregatorSlice slice;  // kStatic: required (count >= 1); kDynamic: must stay empty
 };
 
-// JobEntry: a job as the datapath sees it.
-struct JobEntry {
+// JobEntry: a job as the datapath sees it. 32 bytes, so that the table
+// indexes with a shift.
+struct alignas(32) JobEntry {
   uint8_t levels = 0;  // bit 0: level 1, bit 1: level 2; 0 = not aggregated here
   uint32_t multicast_group = 0;
   uint32_t first = 0;  // the job's slice of the array
   uint32_t count = 0;
   uint64_t reciprocal = 0;  // ModuloOf's multiplier for `count`
+  uint32_t mask = 0;        // count - 1 when count is a power of two > 1, else 0
 
   bool aggregated() const { return levels != 0; }
   bool AggregatesAt(AggregationLevel level) const {
     return (levels & static_cast<uint8_t>(level)) != 0;
   }
   // AggregatorFor: the array index of header aggregator index `index`:
-  // first + index % count, without a division.
+  // first + index % count, without a division (a mask for a power of two).
   size_t AggregatorFor(uint16_t index) const;
 };
+static_assert(sizeof(JobEntry) == 32);
 
 // The largest array a JobTable can map into (ModuloOf's precondition).
 inline constexpr size_t kMaxAggregators = size_t{1} << 24;
@@ -82,6 +86,7 @@ constexpr uint32_t ModuloOf(uint16_t a, uint32_t divisor, uint64_t reciprocal) {
 }
 
 inline size_t JobEntry::AggregatorFor(uint16_t index) const {
+  if (mask != 0) return first + (index & mask);
   return first + ModuloOf(index, count, reciprocal);
 }
 
@@ -100,6 +105,9 @@ class JobTable {
     const JobEntry& e = entries_[job];
     return e.aggregated() ? &e : nullptr;
   }
+  // Entry: the entry of `job`, whatever it is: one load, no branch. A job this
+  // switch does not aggregate has !aggregated().
+  const JobEntry& Entry(uint8_t job) const { return entries_[job]; }
 
  private:
   JobTable() = default;

@@ -18,8 +18,14 @@
 //   }
 //   pipeline.ScanOrphans(now, 64);   // also when idle: frees orphans with no traffic
 //
-// A binding with a burst of frames hides cache misses on large arrays by
-// calling PrefetchAggregator(frame[i + 8]) before Process(frame[i]).
+// A binding that receives frames in bursts calls ProcessBurst instead: one
+// call per burst, and the aggregators of the frames a few places ahead
+// prefetched (hiding cache misses on arrays beyond L1).
+//
+// Cost (bench/results/switch_pipeline.md): on a CPU with AVX2 or AVX-512 (and
+// BMI2), a valid gradient that aggregates runs straight-line code compiled for
+// that instruction set: validation inline, one job-table line, one state line,
+// the four value lines through the value kernel inline, no call.
 //
 // Thread safety: none; one pipeline per thread (a switch core owns it).
 #ifndef ATP_SWITCH_EMULATOR_PIPELINE_PIPELINE_H_
@@ -37,9 +43,9 @@
 #include "switch_emulator/pipeline/pipeline_config.h"
 #include "switch_emulator/pipeline/value_kernels.h"
 
-namespace atp::wire {
-class FrameView;
-}  // namespace atp::wire
+namespace atp::wire::internal {
+struct HeaderWords;
+}  // namespace atp::wire::internal
 
 namespace atp::switch_emulator {
 
@@ -92,6 +98,19 @@ class SwitchPipeline {
   // Also advances the orphan scan by PipelineConfig::orphan_scan_per_packet.
   Decision Process(std::span<uint8_t> frame, TimePoint now, uint32_t egress_queue_depth);
 
+  // ProcessBurst: Process(frames[k], now, egress_queue_depth) for k = 0, 1, ...
+  // in order, decisions[k] receiving frames[k]'s Decision: the same results,
+  // frame bytes, state and counters as those calls, for less time per frame
+  // (one call, the per-packet path inlined into the loop). One queue depth
+  // serves the whole burst (a binding with per-frame depths calls Process).
+  // When the aggregator array outgrows the L1 cache (kPrefetchFromBytes), it
+  // prefetches the aggregator of frame k + kBurstPrefetchDistance while
+  // processing frame k. Requires decisions.size() >= frames.size().
+  void ProcessBurst(std::span<const std::span<uint8_t>> frames, TimePoint now,
+                    uint32_t egress_queue_depth, std::span<Decision> decisions);
+  static constexpr size_t kBurstPrefetchDistance = 4;
+  static constexpr size_t kPrefetchFromBytes = size_t{64} << 10;
+
   // PrefetchAggregator: a hint, no effect on state: starts loading the
   // aggregator that `frame` would use (its state line and 4 value lines), so a
   // later Process(frame) finds it in cache. Reads the frame's job and index
@@ -109,7 +128,10 @@ class SwitchPipeline {
   // WipeState: every aggregator free at once, as after a switch reboot.
   void WipeState();
 
-  void SetMode(PipelineMode mode) { mode_ = mode; }
+  void SetMode(PipelineMode mode) {
+    mode_ = mode;
+    levels_aggregated_ = mode == PipelineMode::kAggregating ? kBothLevels : 0;
+  }
   PipelineMode mode() const { return mode_; }
 
   const PipelineCounters& counters() const { return counters_; }
@@ -119,7 +141,7 @@ class SwitchPipeline {
   ValueKernel kernel() const { return kernels_.kind; }
 
  private:
-  SwitchPipeline(const PipelineConfig& config, JobTable jobs, ValueKernels kernels);
+  SwitchPipeline(const PipelineConfig& config, JobTable&& jobs, ValueKernels kernels);
 
   // AggregateStep: the outcome of rules 4-6 at one level. Its first two values
   // are Verdict's.
@@ -129,18 +151,69 @@ class SwitchPipeline {
     kCompleted,  // the fan-in was reached; the result is written into the packet
   };
 
-  // Aggregate: rules 4-6 for a gradient packet of `job` at `level`; a level-1
-  // completion then moves to level 2 (edge set, resend cleared) and, on a
-  // switch that is level 2 for the job too, is aggregated there.
-  Verdict Aggregate(wire::FrameView& p, const JobEntry& job, AggregationLevel level, TimePoint now);
-  AggregateStep AggregateAt(wire::FrameView& p, const JobEntry& job, AggregationLevel level,
-                            TimePoint now);
-  // Complete: rule 6's completion: write aggregator `i` into p and release it.
-  AggregateStep Complete(wire::FrameView& p, size_t i);
-  // Flush: rule 6's partial result: write aggregator `i` into p and release it.
-  AggregateStep Flush(wire::FrameView& p, size_t i);
-  // WriteOut: value, this level's bitmap and ecn of aggregator `i` into p.
-  void WriteOut(wire::FrameView& p, size_t i);
+  using HeaderWords = wire::internal::HeaderWords;
+
+  // Datapath: which compiled copy of the per-packet path Process runs. The
+  // vector ones are compiled for their instruction set (plus BMI, BMI2, MOVBE and POPCNT)
+  // with the value kernel and frame checks inlined; kDynamic calls the value
+  // kernels through ValueKernels' pointers and runs anywhere.
+  enum class Datapath : uint8_t { kDynamic, kAvx2, kAvx512 };
+  static Datapath DatapathFor(ValueKernel kernel);
+
+  // The per-packet path is one function per datapath (ProcessWith<Path>) with
+  // the common case inline (claims, adds, completions); what is rare in steady
+  // state (rejects, ECN marks, parameter and fp packets, collisions,
+  // duplicates, flushes) is out of line. Header words travel by value (in registers); out-of-line
+  // steps that need them after the pipeline wrote to the frame read them back
+  // from it.
+  template <class Path>
+  Decision ProcessWith(std::span<uint8_t> frame, TimePoint now, uint32_t egress_queue_depth);
+  Decision ProcessDynamic(std::span<uint8_t> frame, TimePoint now, uint32_t egress_queue_depth);
+  Decision ProcessAvx2(std::span<uint8_t> frame, TimePoint now, uint32_t egress_queue_depth);
+  Decision ProcessAvx512(std::span<uint8_t> frame, TimePoint now, uint32_t egress_queue_depth);
+  template <class Path>
+  void ProcessBurstWith(std::span<const std::span<uint8_t>> frames, TimePoint now,
+                        uint32_t egress_queue_depth, std::span<Decision> decisions);
+  void ProcessBurstDynamic(std::span<const std::span<uint8_t>> frames, TimePoint now,
+                           uint32_t egress_queue_depth, std::span<Decision> decisions);
+  void ProcessBurstAvx2(std::span<const std::span<uint8_t>> frames, TimePoint now,
+                        uint32_t egress_queue_depth, std::span<Decision> decisions);
+  void ProcessBurstAvx512(std::span<const std::span<uint8_t>> frames, TimePoint now,
+                          uint32_t egress_queue_depth, std::span<Decision> decisions);
+
+  // PrefetchFor: PrefetchAggregator, inline.
+  void PrefetchFor(std::span<const uint8_t> frame) const;
+  // Reject: the verdict for a frame that failed validation (kForward if it is
+  // not ATP at all, else kMalformed), with its counters.
+  Decision Reject(std::span<const uint8_t> frame);
+  // MarkEcn: rule 1 on a frame.
+  void MarkEcn(uint8_t* frame);
+  // AckOrFp: rules 2 and 3.
+  Decision AckOrFp(const uint8_t* frame, const JobEntry& job);
+  // AggregateAt: rules 4-6 for a gradient packet of `job` at kLevel.
+  template <AggregationLevel kLevel, class Path>
+  AggregateStep AggregateAt(uint8_t* frame, HeaderWords h, const JobEntry& job, TimePoint now);
+  // AfterCompletion: the verdict once `level` completed: a level-1 result
+  // moves to level 2 (edge set, resend cleared) and, on a switch that is
+  // level 2 for the job too, is aggregated there.
+  template <class Path>
+  Verdict AfterCompletion(uint8_t* frame, AggregationLevel level, const JobEntry& job,
+                          TimePoint now);
+  // Claim: rule 4 on free aggregator `i`.
+  template <AggregationLevel kLevel, class Path>
+  AggregateStep Claim(uint8_t* frame, const HeaderWords& h, size_t i, TimePoint now);
+  // Collide: rule 5.
+  AggregateStep Collide(uint8_t* frame, uint16_t fan_flags);
+  // Duplicate: rule 6's duplicate on aggregator `i`.
+  AggregateStep Duplicate(uint8_t* frame, uint16_t fan_flags, size_t i);
+  // Complete: rule 6's completion: write aggregator `i` into the frame and release it.
+  template <class Path>
+  AggregateStep Complete(uint8_t* frame, size_t i);
+  // Flush: rule 6's partial result: write aggregator `i` into the frame and release it.
+  AggregateStep Flush(uint8_t* frame, size_t i);
+  // WriteOut: value, this level's bitmap and ecn of aggregator `i` into the frame.
+  template <class Path>
+  void WriteOut(uint8_t* frame, size_t i);
   void Release(size_t i);
   // ScanOne: rule 7 for the aggregator under the scan cursor; advances it.
   void ScanOne(TimePoint now);
@@ -153,6 +226,13 @@ class SwitchPipeline {
   uint16_t base_port_ = wire::kDefaultBasePort;
   uint32_t scan_per_packet_ = 0;
   PipelineMode mode_ = PipelineMode::kAggregating;
+  // The JobEntry::levels bits this switch aggregates at in its mode: both, or
+  // none in kForwardOnly.
+  static constexpr uint8_t kBothLevels = 3;
+  uint8_t levels_aggregated_ = kBothLevels;
+  Datapath datapath_ = Datapath::kDynamic;
+  bool prefetch_in_bursts_ = false;  // the array is at least kPrefetchFromBytes
+  size_t aggregator_count_ = 0;      // aggregators_.size(), kept at hand for the scan
   size_t scan_cursor_ = 0;
   size_t in_use_ = 0;
   PipelineCounters counters_;

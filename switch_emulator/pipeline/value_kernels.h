@@ -1,6 +1,20 @@
 // switch_emulator/pipeline/value_kernels.h: the switch's arithmetic on one
 // fragment: big-endian wire payload <-> host-order aggregator values, and the
-// saturating int32 add (ATP-SPEC section 4, "value[62] int32 saturating").
+// sticky saturating int32 add (ATP-SPEC section 4, "value[62] int32
+// saturating").
+//
+// Sticky, because a bound means "overflowed" (docs/protocol.md, atp/quantize.h):
+// workers never send INT32_MAX or INT32_MIN on the integer path, so a bound in
+// a sum can only come from a saturation, and the PS must see it to switch the
+// fragment to the float path. A plain clamp would let INT32_MAX + (-100) come
+// back as INT32_MAX - 100, an exact-looking but wrong result. So:
+//   - a lane at a bound keeps that bound, whatever is added to it (even the
+//     opposite bound: the first bound wins);
+//   - otherwise a contribution value at a bound (a partial sum that saturated
+//     upstream) sets the lane to that bound;
+//   - otherwise the lane becomes lane + value, clamped to [INT32_MIN, INT32_MAX].
+// The result is therefore at a bound iff some input was, or the true sum left
+// the open range (INT32_MIN, INT32_MAX): whatever the order of the adds.
 //
 // Every kernel exists as a portable scalar version (the reference the tests
 // compare against), an AVX2 version and an AVX-512 version; SelectValueKernels
@@ -35,7 +49,7 @@ std::string_view ValueKernelName(ValueKernel kernel);
 // write a byte outside those 248.
 //
 // LoadFn:  lanes[i] = wire[i] (byte-swapped), i < 62; lanes 62..63 set to 0.
-// AddFn:   lanes[i] = saturate(lanes[i] + wire[i]), i < 62 (INT32_MIN..INT32_MAX).
+// AddFn:   lanes[i] = StickySaturatingAdd(lanes[i], wire[i]), i < 62.
 // StoreFn: wire[i] = lanes[i] (byte-swapped), i < 62.
 using LoadFn = void (*)(int32_t* lanes, const uint8_t* wire);
 using AddFn = void (*)(int32_t* lanes, const uint8_t* wire);
@@ -56,11 +70,23 @@ absl::StatusOr<ValueKernels> SelectValueKernels(ValueKernel requested);
 bool CpuHasAvx2();
 bool CpuHasAvx512();
 
-// SaturatingAdd: a + b clamped to the int32 range.
-constexpr int32_t SaturatingAdd(int32_t a, int32_t b) {
+// IsBound: whether `v` is INT32_MIN or INT32_MAX, the values that mean
+// "this sum overflowed".
+constexpr bool IsBound(int32_t v) {
+  return v == std::numeric_limits<int32_t>::min() || v == std::numeric_limits<int32_t>::max();
+}
+
+// StickySaturatingAdd: the aggregator's add, the reference every kernel must
+// match bit for bit: `lane` if it is a bound; else `value` if it is a bound;
+// else lane + value clamped to the int32 range. In particular
+// StickySaturatingAdd(INT32_MAX, INT32_MIN) == INT32_MAX and
+// StickySaturatingAdd(INT32_MIN, INT32_MAX) == INT32_MIN.
+constexpr int32_t StickySaturatingAdd(int32_t lane, int32_t value) {
+  if (IsBound(lane)) return lane;
+  if (IsBound(value)) return value;
   int32_t sum = 0;
-  if (__builtin_add_overflow(a, b, &sum)) {
-    return a < 0 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max();
+  if (__builtin_add_overflow(lane, value, &sum)) {
+    return lane < 0 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max();
   }
   return sum;
 }

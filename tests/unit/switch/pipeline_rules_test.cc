@@ -2,6 +2,8 @@
 // after the rule they prove.
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "lib/wire/frame_view.h"
@@ -375,30 +377,32 @@ TEST_F(PipelineTest, Rule6_PartialFlushOnResend) {
 }
 
 TEST_F(PipelineTest, Rule6_SaturatingAdd) {
+  // Workers send only values strictly inside the int32 range; sums that leave
+  // it saturate.
   constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
   constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
   wire::Payload a{}, b{}, c{};
   for (size_t i = 0; i < a.size(); ++i) {
     switch (i % 4) {
-      case 0:  // saturates high, then comes back down from the clamp
+      case 0:  // saturates high
         a[i] = static_cast<uint32_t>(kMax - 1);
         b[i] = 5;
-        c[i] = static_cast<uint32_t>(-3);
+        c[i] = 7;
         break;
       case 1:  // saturates low
         a[i] = static_cast<uint32_t>(kMin + 1);
         b[i] = static_cast<uint32_t>(-5);
-        c[i] = static_cast<uint32_t>(kMin);
+        c[i] = static_cast<uint32_t>(-1);
         break;
       case 2:  // exact
         a[i] = static_cast<uint32_t>(-1000);
         b[i] = 999;
         c[i] = 1;
         break;
-      default:  // saturated, then a large negative: max + min
-        a[i] = static_cast<uint32_t>(kMax);
-        b[i] = static_cast<uint32_t>(kMax);
-        c[i] = static_cast<uint32_t>(kMin);
+      default:  // exact, through large values of both signs
+        a[i] = static_cast<uint32_t>(kMax - 1);
+        b[i] = static_cast<uint32_t>(kMin + 1);
+        c[i] = static_cast<uint32_t>(kMax - 1);
         break;
     }
   }
@@ -408,17 +412,108 @@ TEST_F(PipelineTest, Rule6_SaturatingAdd) {
   ASSERT_EQ(SendVerdict(w0), Verdict::kAbsorbed);
   ASSERT_EQ(SendVerdict(w1), Verdict::kAbsorbed);
   ASSERT_EQ(SendVerdict(w2), Verdict::kToPs);
-  wire::Payload expected{};
-  for (size_t i = 0; i < expected.size(); ++i) {
-    int32_t v = SaturatingAdd(static_cast<int32_t>(a[i]), static_cast<int32_t>(b[i]));
-    expected[i] = static_cast<uint32_t>(SaturatingAdd(v, static_cast<int32_t>(c[i])));
+  const wire::Payload result = Decode(w2).payload;
+  for (size_t i = 0; i < result.size(); ++i) {
+    const int32_t v = static_cast<int32_t>(result[i]);
+    switch (i % 4) {
+      case 0:
+        ASSERT_EQ(v, kMax) << i;
+        break;
+      case 1:
+        ASSERT_EQ(v, kMin) << i;
+        break;
+      case 2:
+        ASSERT_EQ(v, 0) << i;
+        break;
+      default:
+        ASSERT_EQ(v, kMax - 2) << i;
+        break;
+    }
   }
-  EXPECT_EQ(Decode(w2).payload, expected);
-  EXPECT_EQ(static_cast<int32_t>(expected[0]), kMax - 3);
-  EXPECT_EQ(static_cast<int32_t>(expected[1]), kMin);
-  EXPECT_EQ(static_cast<int32_t>(expected[2]), 0);
-  EXPECT_EQ(static_cast<int32_t>(expected[3]), -1);
 }
+
+// Rule 6 with invariant 1: a bound in a sum means "overflowed" (workers never
+// send one), so once a lane reaches a bound no later contribution may bring it
+// back into range, and a contribution carrying a bound (a partial sum that
+// saturated upstream) makes the lane that bound. Otherwise the PS would take
+// an overflowed sum for an exact one.
+// Run once per value kernel: the pipeline must behave the same with each.
+class StickyTest : public PipelineTest, public ::testing::WithParamInterface<ValueKernel> {};
+
+TEST_P(StickyTest, Rule6_SaturationIsSticky) {
+  const ValueKernel kernel = GetParam();
+  if ((kernel == ValueKernel::kAvx2 && !CpuHasAvx2()) ||
+      (kernel == ValueKernel::kAvx512 && !CpuHasAvx512())) {
+    GTEST_SKIP() << ValueKernelName(kernel) << " not supported on this CPU";
+  }
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  PipelineConfig config = BaseConfig();
+  config.kernel = kernel;
+  Build(config);
+  // Level 1, 4 workers: lanes overflow with the second contribution, then
+  // the third and fourth pull them back (or push the other way).
+  wire::Payload w[4]{};
+  for (size_t i = 0; i < w[0].size(); ++i) {
+    const bool high = i % 2 == 0;
+    w[0][i] = static_cast<uint32_t>(high ? kMax - 10 : kMin + 10);
+    w[1][i] = static_cast<uint32_t>(high ? 100 : -100);           // overflows
+    w[2][i] = static_cast<uint32_t>(high ? -1000 : 1000);         // would undo it
+    w[3][i] = static_cast<uint32_t>(high ? kMin + 1 : kMax - 1);  // far the other way
+  }
+  std::vector<TestFrame> frames;
+  for (int k = 0; k < 4; ++k) frames.push_back(Frame(Worker(kJobA, kSeq, kAgg, k, 4), w[k]));
+  for (int k = 0; k < 3; ++k) ASSERT_EQ(SendVerdict(frames[k]), Verdict::kAbsorbed);
+  ASSERT_EQ(SendVerdict(frames[3]), Verdict::kToPs);
+  const wire::Payload sum = Decode(frames[3]).payload;
+  for (size_t i = 0; i < sum.size(); ++i) {
+    ASSERT_EQ(static_cast<int32_t>(sum[i]), i % 2 == 0 ? kMax : kMin) << "lane " << i;
+  }
+
+  // Level 2: rack 0's result saturated at its level-1 switch; rack 1's is
+  // ordinary. The bound it carries must survive, whatever order they arrive in.
+  config.jobs[0].levels = JobLevels::kLevel2;
+  for (int order = 0; order < 2; ++order) {
+    Build(config);
+    wire::Payload saturated{}, ordinary{};
+    for (size_t i = 0; i < saturated.size(); ++i) {
+      saturated[i] = static_cast<uint32_t>(i % 3 == 0 ? kMax : i % 3 == 1 ? kMin : 5);
+      ordinary[i] = static_cast<uint32_t>(i % 2 == 0 ? -7 : 7);
+    }
+    TestFrame r0 = Frame(Rack(kJobA, kSeq, kAgg, 0, 2), saturated);
+    TestFrame r1 = Frame(Rack(kJobA, kSeq, kAgg, 1, 2), ordinary);
+    TestFrame& first = order == 0 ? r0 : r1;
+    TestFrame& second = order == 0 ? r1 : r0;
+    ASSERT_EQ(SendVerdict(first), Verdict::kAbsorbed);
+    ASSERT_EQ(SendVerdict(second), Verdict::kToPs);
+    const wire::Payload result = Decode(second).payload;
+    for (size_t i = 0; i < result.size(); ++i) {
+      const int32_t expected = i % 3 == 0   ? kMax
+                               : i % 3 == 1 ? kMin
+                                            : 5 + static_cast<int32_t>(ordinary[i]);
+      ASSERT_EQ(static_cast<int32_t>(result[i]), expected) << "order " << order << " lane " << i;
+    }
+  }
+
+  // Opposite bounds meet: the aggregator's bound stays (either bound tells the
+  // PS "overflowed"; this one is defined so every kernel agrees).
+  Build(config);
+  wire::Payload all_max{}, all_min{};
+  all_max.fill(static_cast<uint32_t>(kMax));
+  all_min.fill(static_cast<uint32_t>(kMin));
+  TestFrame hi = Frame(Rack(kJobA, kSeq, kAgg, 0, 2), all_max);
+  TestFrame lo = Frame(Rack(kJobA, kSeq, kAgg, 1, 2), all_min);
+  ASSERT_EQ(SendVerdict(hi), Verdict::kAbsorbed);
+  ASSERT_EQ(SendVerdict(lo), Verdict::kToPs);
+  EXPECT_EQ(Decode(lo).payload, all_max);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, StickyTest,
+                         ::testing::Values(ValueKernel::kScalar, ValueKernel::kAvx2,
+                                           ValueKernel::kAvx512),
+                         [](const ::testing::TestParamInfo<ValueKernel>& param_info) {
+                           return std::string(ValueKernelName(param_info.param));
+                         });
 
 TEST_F(PipelineTest, Rule6_AddRefreshesTimestampAndOrsEcn) {
   TestFrame w0 = Frame(Worker(kJobA, kSeq, kAgg, 0, 3), Ramp(1));

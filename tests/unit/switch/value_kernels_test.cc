@@ -38,11 +38,17 @@ struct WireBuffer {
   }
 };
 
-// Reference: the arithmetic done the slow and obvious way.
-int32_t ReferenceAdd(int32_t a, int32_t b) {
-  const int64_t sum = int64_t{a} + int64_t{b};
-  return static_cast<int32_t>(std::clamp<int64_t>(sum, std::numeric_limits<int32_t>::min(),
-                                                  std::numeric_limits<int32_t>::max()));
+constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+
+// Reference: the sticky saturating add done the slow and obvious way, in
+// int64: a lane at a bound stays; else a bound in the contribution is taken;
+// else the exact sum, clamped.
+int32_t ReferenceAdd(int32_t lane, int32_t value) {
+  if (lane == kMin || lane == kMax) return lane;
+  if (value == kMin || value == kMax) return value;
+  const int64_t sum = int64_t{lane} + int64_t{value};
+  return static_cast<int32_t>(std::clamp<int64_t>(sum, kMin, kMax));
 }
 int32_t ReadBigEndian(const uint8_t* p) {
   return static_cast<int32_t>((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
@@ -52,8 +58,6 @@ int32_t ReadBigEndian(const uint8_t* p) {
 // RandomValue: uniform int32 most of the time, extremes and small numbers
 // often enough that saturation happens in every run.
 int32_t RandomValue(std::mt19937& rng) {
-  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
-  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
   switch (rng() % 8) {
     case 0:
       return kMax - static_cast<int32_t>(rng() % 4);
@@ -173,18 +177,124 @@ TEST(ValueKernelsTest, AutoPicksTheBestSupported) {
   EXPECT_NE(ValueKernelName(k->kind), "unknown");
 }
 
-TEST(ValueKernelsTest, SaturatingAddClamps) {
-  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
-  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
-  static_assert(SaturatingAdd(kMax, 1) == kMax);
-  static_assert(SaturatingAdd(kMin, -1) == kMin);
-  static_assert(SaturatingAdd(kMax, kMin) == -1);
-  static_assert(SaturatingAdd(-5, 3) == -2);
+TEST(ValueKernelsTest, StickySaturatingAddKeepsEveryBound) {
+  // Clamping.
+  static_assert(StickySaturatingAdd(kMax - 1, 1) == kMax);
+  static_assert(StickySaturatingAdd(kMax - 1, 5) == kMax);
+  static_assert(StickySaturatingAdd(kMin + 1, -1) == kMin);
+  static_assert(StickySaturatingAdd(kMin + 1, kMin + 1) == kMin);
+  static_assert(StickySaturatingAdd(-5, 3) == -2);
+  static_assert(StickySaturatingAdd(kMax - 1, kMin + 1) == -1);
+  // A lane at a bound stays there: the overflow cannot be undone.
+  static_assert(StickySaturatingAdd(kMax, -100) == kMax);
+  static_assert(StickySaturatingAdd(kMin, 100) == kMin);
+  static_assert(StickySaturatingAdd(kMax, kMin + 1) == kMax);
+  // A contribution at a bound (a partial sum that saturated upstream) makes
+  // the lane that bound.
+  static_assert(StickySaturatingAdd(-100, kMax) == kMax);
+  static_assert(StickySaturatingAdd(100, kMin) == kMin);
+  static_assert(StickySaturatingAdd(0, kMax) == kMax);
+  // Opposite bounds: the lane's own bound wins.
+  static_assert(StickySaturatingAdd(kMax, kMin) == kMax);
+  static_assert(StickySaturatingAdd(kMin, kMax) == kMin);
+  static_assert(IsBound(kMax) && IsBound(kMin) && !IsBound(kMax - 1) && !IsBound(kMin + 1) &&
+                !IsBound(0));
   std::mt19937 rng(3);
   for (int i = 0; i < 100000; ++i) {
     const int32_t a = RandomValue(rng);
     const int32_t b = RandomValue(rng);
-    ASSERT_EQ(SaturatingAdd(a, b), ReferenceAdd(a, b)) << a << " + " << b;
+    ASSERT_EQ(StickySaturatingAdd(a, b), ReferenceAdd(a, b)) << a << " + " << b;
+  }
+}
+
+// The values where the arithmetic has edges: the bounds, their neighbours,
+// zero, and a few ordinary ones.
+constexpr int32_t kEdgeValues[] = {kMin, kMin + 1, kMin + 2, -(1 << 30), -2,       -1,  0,
+                                   1,    2,        1 << 30,  kMax - 2,   kMax - 1, kMax};
+
+// Every kernel against the reference for every pair of edge values, each pair
+// tried in every lane (rows and the masked tail row alike).
+void ExpectEveryEdgePairMatchesReference(const ValueKernels& k) {
+  for (int32_t lane_value : kEdgeValues) {
+    for (int32_t wire_value : kEdgeValues) {
+      for (size_t lane = 0; lane < kValues; ++lane) {
+        // The pair in `lane`; the others hold (lane, 1), so neighbours differ.
+        AggregatorValues acc;
+        std::array<int32_t, kValues> lanes{};
+        std::array<int32_t, kValues> values{};
+        for (size_t i = 0; i < kValues; ++i) {
+          lanes[i] = i == lane ? lane_value : static_cast<int32_t>(i);
+          values[i] = i == lane ? wire_value : 1;
+          acc.lanes[i] = lanes[i];
+        }
+        WireBuffer wire;
+        for (size_t i = 0; i < kValues; ++i) {
+          const auto v = static_cast<uint32_t>(values[i]);
+          uint8_t* p = wire.payload() + 4 * i;
+          p[0] = static_cast<uint8_t>(v >> 24);
+          p[1] = static_cast<uint8_t>(v >> 16);
+          p[2] = static_cast<uint8_t>(v >> 8);
+          p[3] = static_cast<uint8_t>(v);
+        }
+        k.add(acc.lanes, wire.payload());
+        for (size_t i = 0; i < kValues; ++i) {
+          ASSERT_EQ(acc.lanes[i], ReferenceAdd(lanes[i], values[i]))
+              << ValueKernelName(k.kind) << ": " << lanes[i] << " + " << values[i] << " in lane "
+              << i;
+        }
+        ASSERT_EQ(acc.lanes[62], 0);
+        ASSERT_EQ(acc.lanes[63], 0);
+      }
+    }
+  }
+}
+
+TEST(ValueKernelsTest, EveryKernelMatchesReferenceOnEveryPairOfEdgeValues) {
+  for (ValueKernel kind : {ValueKernel::kScalar, ValueKernel::kAvx2, ValueKernel::kAvx512}) {
+    absl::StatusOr<ValueKernels> k = SelectValueKernels(kind);
+    if (!k.ok()) continue;  // not on this CPU (the Avx*MatchesReference tests say so)
+    SCOPED_TRACE(ValueKernelName(kind));
+    ExpectEveryEdgePairMatchesReference(*k);
+  }
+}
+
+// Whatever order the contributions arrive in, a sum ends at a bound iff one
+// of them was a bound or the exact int64 running sum left the open int32
+// range: so the PS sees every overflow. Checked on every kernel over random
+// sequences of 2..8 contributions per lane, with bounds and near-bounds
+// frequent.
+TEST(ValueKernelsTest, OverflowIsVisibleWhateverTheOrder) {
+  std::mt19937 rng(99);
+  for (ValueKernel kind : {ValueKernel::kScalar, ValueKernel::kAvx2, ValueKernel::kAvx512}) {
+    absl::StatusOr<ValueKernels> k = SelectValueKernels(kind);
+    if (!k.ok()) continue;
+    SCOPED_TRACE(ValueKernelName(kind));
+    for (int round = 0; round < 3000; ++round) {
+      const int contributions = 2 + static_cast<int>(rng() % 7);
+      std::array<bool, kValues> overflowed{};
+      std::array<int64_t, kValues> exact{};
+      AggregatorValues acc;
+      for (int c = 0; c < contributions; ++c) {
+        WireBuffer wire;
+        FillWire(rng, wire.payload());
+        for (size_t i = 0; i < kValues; ++i) {
+          const int32_t v = ReadBigEndian(wire.payload() + 4 * i);
+          exact[i] += v;
+          overflowed[i] = overflowed[i] || IsBound(v) || exact[i] <= kMin || exact[i] >= kMax;
+        }
+        if (c == 0) {
+          k->load(acc.lanes, wire.payload());
+        } else {
+          k->add(acc.lanes, wire.payload());
+        }
+      }
+      for (size_t i = 0; i < kValues; ++i) {
+        ASSERT_EQ(IsBound(acc.lanes[i]), overflowed[i]) << "round " << round << " lane " << i;
+        if (!overflowed[i]) {
+          ASSERT_EQ(acc.lanes[i], exact[i]) << "round " << round;
+        }
+      }
+    }
   }
 }
 
@@ -196,6 +306,21 @@ TEST(JobTableTest, ModuloOfMatchesTheOperatorForEveryIndex) {
     const uint64_t r = ReciprocalFor(d);
     for (uint32_t a = 0; a <= 0xFFFF; ++a) {
       ASSERT_EQ(ModuloOf(static_cast<uint16_t>(a), d, r), a % d) << a << " % " << d;
+    }
+  }
+}
+
+TEST(JobTableTest, AggregatorForIsFirstPlusIndexModuloCount) {
+  // Powers of two take the mask, the rest the reciprocal: both must agree
+  // with the operator for every 16-bit index.
+  for (uint32_t count : {1u, 2u, 3u, 64u, 100u, 4096u, 65535u, 65536u, 65537u}) {
+    const JobConfig jobs[] = {{.job = 9, .slice = {.first = 7, .count = count}}};
+    absl::StatusOr<JobTable> t = JobTable::Create(jobs, PartitionMode::kStatic, 7 + count);
+    ASSERT_TRUE(t.ok()) << t.status();
+    const JobEntry& e = t->Entry(9);
+    for (uint32_t index = 0; index <= 0xFFFF; ++index) {
+      ASSERT_EQ(e.AggregatorFor(static_cast<uint16_t>(index)), 7 + index % count)
+          << index << " % " << count;
     }
   }
 }
