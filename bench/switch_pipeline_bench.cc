@@ -182,8 +182,9 @@ void BM_Pipeline(benchmark::State& state) {
       if (d.verdict != Verdict::kAbsorbed) {
         ++completed;
         const uint8_t* payload = ring[b].data() + wire::kPayloadOffset;
-        wrong += (d.verdict != Verdict::kToPs) | (LoadBig32(payload) != kWorkers) |
-                 (LoadBig32(payload + 61 * 4) != kWorkers * 62);
+        wrong += static_cast<int>(d.verdict != Verdict::kToPs) +
+                 static_cast<int>(LoadBig32(payload) != kWorkers) +
+                 static_cast<int>(LoadBig32(payload + 61 * 4) != kWorkers * 62);
         dirty[b] = true;
       }
     }

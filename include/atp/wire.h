@@ -222,7 +222,7 @@ DecodeError DecodeFrame(std::span<const uint8_t> frame, uint16_t base_port, Fram
 
 // ValidateFrame: the same checks as DecodeFrame (same result on every input),
 // without producing fields: what a forwarding element runs on every ATP frame
-// before FrameView touches it. A valid frame costs one predictable branch;
+// before FrameView touches it. A valid frame costs a few predictable branches;
 // only a rejected one pays for finding which check failed first.
 DecodeError ValidateFrame(std::span<const uint8_t> frame, uint16_t base_port);
 

@@ -1,8 +1,10 @@
 // lib/wire/frame_checks.h: the frame checks, twice: one at a time in the order
 // ATP-SPEC section 2 and atp/wire.h define (the first failure is reported),
-// and all at once, inline, for the per-packet path. Private to lib/wire and
-// its forwarding elements (the switch pipeline), and visible to tests and the
-// fuzzer, which prove that the two agree on every input.
+// and fast, inline, for the per-packet path (scalar, AVX2 and AVX-512 forms:
+// masked compares of the fixed header bytes, the checksum without folding,
+// the header rules on raw words). Private to lib/wire and its forwarding
+// elements (the switch pipeline), and visible to tests and the fuzzer, which
+// prove that they all agree on every input.
 //
 //   if (frame.size() == kFrameBytes && internal::FrameChecksPass(frame.data(), base_port)) {
 //     ... the frame is valid: ValidateFrame(frame, base_port) == kOk ...
@@ -35,7 +37,7 @@ DecodeError ValidateFrameInOrder(std::span<const uint8_t> frame, uint16_t base_p
 // field included, is 0xFFFF.
 bool Ipv4ChecksumVerifies(const uint8_t* ipv4_header);
 
-// --- The all-at-once checks -------------------------------------------------
+// --- The fast checks ----------------------------------------------------------
 
 // FixedByte: a frame byte whose bits under `mask` must equal `value`.
 struct FixedByte {

@@ -24,7 +24,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
+#include <type_traits>
 
 #include "atp/time.h"
 #include "atp/wire.h"
@@ -92,27 +93,38 @@ struct alignas(64) AggregatorValues {
 static_assert(sizeof(AggregatorValues) == 256, "exactly four cache lines");
 
 // AggregatorArray: `size` aggregators, all free at construction. Allocates once,
-// at construction; never afterwards. Not thread-safe.
+// at construction; never afterwards. Not thread-safe. Movable, not copyable.
+//
+// Each of the two parallel arrays is 64-byte aligned; one of 1 MiB or more is
+// 2 MiB aligned and, on Linux, advised for transparent huge pages
+// (madvise(MADV_HUGEPAGE), a hint the kernel may ignore): packets touch the
+// aggregators at random, and with 4 KiB pages an array of hundreds of
+// megabytes would cost a TLB miss per array per packet.
 class AggregatorArray {
  public:
-  explicit AggregatorArray(size_t size) : states_(size), values_(size) {}
+  explicit AggregatorArray(size_t size);
 
-  size_t size() const { return states_.size(); }
-  AggregatorState& state(size_t i) { return states_[i]; }
-  const AggregatorState& state(size_t i) const { return states_[i]; }
-  AggregatorValues& values(size_t i) { return values_[i]; }
-  const AggregatorValues& values(size_t i) const { return values_[i]; }
+  size_t size() const { return size_; }
+  AggregatorState& state(size_t i) { return states_.get()[i]; }
+  const AggregatorState& state(size_t i) const { return states_.get()[i]; }
+  AggregatorValues& values(size_t i) { return values_.get()[i]; }
+  const AggregatorValues& values(size_t i) const { return values_.get()[i]; }
 
   // FreeAll: every aggregator free (values are left as they are: a claim
   // overwrites them).
-  void FreeAll() {
-    for (AggregatorState& s : states_) s = AggregatorState{};
-  }
+  void FreeAll();
 
  private:
-  std::vector<AggregatorState> states_;
-  std::vector<AggregatorValues> values_;
+  // Both element types are trivially destructible: freeing the memory is all.
+  struct Free {
+    void operator()(void* p) const;
+  };
+  size_t size_ = 0;
+  std::unique_ptr<AggregatorState, Free> states_;
+  std::unique_ptr<AggregatorValues, Free> values_;
 };
+static_assert(std::is_trivially_destructible_v<AggregatorState> &&
+              std::is_trivially_destructible_v<AggregatorValues>);
 
 }  // namespace atp::switch_emulator
 

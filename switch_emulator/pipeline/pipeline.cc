@@ -11,10 +11,10 @@
 namespace atp::switch_emulator {
 namespace {
 
-// CpuHasBmi2MovbePopcnt: what the vector datapaths need besides AVX2 / AVX-512.
-bool CpuHasBmi2MovbePopcnt() {
+// CpuHasBmiPopcnt: what the vector datapaths need besides AVX2 / AVX-512.
+bool CpuHasBmiPopcnt() {
   static const bool has = __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
-                          __builtin_cpu_supports("movbe") && __builtin_cpu_supports("popcnt");
+                          __builtin_cpu_supports("popcnt");
   return has;
 }
 
@@ -82,7 +82,7 @@ SwitchPipeline::SwitchPipeline(const PipelineConfig& config, JobTable&& jobs, Va
 
 SwitchPipeline::Datapath SwitchPipeline::DatapathFor(ValueKernel kernel) {
   // SelectValueKernels has checked AVX2 / AVX-512 for these kernels.
-  if (!CpuHasBmi2MovbePopcnt()) return Datapath::kDynamic;
+  if (!CpuHasBmiPopcnt()) return Datapath::kDynamic;
   if (kernel == ValueKernel::kAvx512) return Datapath::kAvx512;
   if (kernel == ValueKernel::kAvx2) return Datapath::kAvx2;
   return Datapath::kDynamic;

@@ -154,7 +154,7 @@ class SwitchPipeline {
   using HeaderWords = wire::internal::HeaderWords;
 
   // Datapath: which compiled copy of the per-packet path Process runs. The
-  // vector ones are compiled for their instruction set (plus BMI, BMI2, MOVBE and POPCNT)
+  // vector ones are compiled for their instruction set (plus BMI, BMI2 and POPCNT)
   // with the value kernel and frame checks inlined; kDynamic calls the value
   // kernels through ValueKernels' pointers and runs anywhere.
   enum class Datapath : uint8_t { kDynamic, kAvx2, kAvx512 };

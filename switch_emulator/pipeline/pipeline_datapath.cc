@@ -4,12 +4,11 @@
 //
 // The path exists in three compiled copies, the datapaths: kDynamic (any
 // x86-64; value kernels called through ValueKernels' pointers), kAvx2 and
-// kAvx512 (compiled for those instruction sets plus BMI, BMI2, MOVBE and
-// POPCNT, with the value kernels and the frame checks inline). Each is one
-// function whose steady-state path is straight-line code; everything rare is
-// out of line. Process and ProcessBurst pick the datapath with one
-// predictable branch. bench/results/switch_pipeline.md has the measurements
-// behind these choices.
+// kAvx512 (compiled for those instruction sets plus BMI, BMI2 and POPCNT, with
+// the value kernels and the frame checks inline). Each is one function whose
+// steady-state path is straight-line code; everything rare is out of line.
+// Process and ProcessBurst pick the datapath with one predictable branch.
+// bench/results/switch_pipeline.md has the measurements behind these choices.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -93,9 +92,9 @@ struct DynamicPath {
   static int Popcount(uint32_t v) { return Popcount32(v); }
 };
 
-#define ATP_DATAPATH_AVX2 __attribute__((target("avx2,bmi,bmi2,movbe,popcnt")))
+#define ATP_DATAPATH_AVX2 __attribute__((target("avx2,bmi,bmi2,popcnt")))
 #define ATP_DATAPATH_AVX512 \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx2,bmi,bmi2,movbe,popcnt")))
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx2,bmi,bmi2,popcnt")))
 
 struct Avx2Path {
   ATP_DATAPATH_AVX2 static void Load(const ValueKernels&, int32_t* lanes, const uint8_t* wire) {
@@ -193,11 +192,11 @@ void SwitchPipeline::ProcessBurst(std::span<const std::span<uint8_t>> frames, Ti
     std::span<uint8_t> frame, TimePoint now, uint32_t egress_queue_depth) {
   return ProcessWith<DynamicPath>(frame, now, egress_queue_depth);
 }
-ATP_DATAPATH_AVX2 [[gnu::noinline, gnu::flatten]] Decision SwitchPipeline::ProcessAvx2(
-    std::span<uint8_t> frame, TimePoint now, uint32_t egress_queue_depth) {
+[[gnu::noinline, gnu::flatten]] ATP_DATAPATH_AVX2 Decision
+SwitchPipeline::ProcessAvx2(std::span<uint8_t> frame, TimePoint now, uint32_t egress_queue_depth) {
   return ProcessWith<Avx2Path>(frame, now, egress_queue_depth);
 }
-ATP_DATAPATH_AVX512 [[gnu::noinline, gnu::flatten]] Decision SwitchPipeline::ProcessAvx512(
+[[gnu::noinline, gnu::flatten]] ATP_DATAPATH_AVX512 Decision SwitchPipeline::ProcessAvx512(
     std::span<uint8_t> frame, TimePoint now, uint32_t egress_queue_depth) {
   return ProcessWith<Avx512Path>(frame, now, egress_queue_depth);
 }
@@ -206,12 +205,12 @@ ATP_DATAPATH_AVX512 [[gnu::noinline, gnu::flatten]] Decision SwitchPipeline::Pro
     std::span<Decision> decisions) {
   ProcessBurstWith<DynamicPath>(frames, now, egress_queue_depth, decisions);
 }
-ATP_DATAPATH_AVX2 [[gnu::noinline, gnu::flatten]] void SwitchPipeline::ProcessBurstAvx2(
+[[gnu::noinline, gnu::flatten]] ATP_DATAPATH_AVX2 void SwitchPipeline::ProcessBurstAvx2(
     std::span<const std::span<uint8_t>> frames, TimePoint now, uint32_t egress_queue_depth,
     std::span<Decision> decisions) {
   ProcessBurstWith<Avx2Path>(frames, now, egress_queue_depth, decisions);
 }
-ATP_DATAPATH_AVX512 [[gnu::noinline, gnu::flatten]] void SwitchPipeline::ProcessBurstAvx512(
+[[gnu::noinline, gnu::flatten]] ATP_DATAPATH_AVX512 void SwitchPipeline::ProcessBurstAvx512(
     std::span<const std::span<uint8_t>> frames, TimePoint now, uint32_t egress_queue_depth,
     std::span<Decision> decisions) {
   ProcessBurstWith<Avx512Path>(frames, now, egress_queue_depth, decisions);

@@ -1,0 +1,162 @@
+// tests/transport/dpdk/dpdk_harness.cc
+#include "tests/transport/dpdk/dpdk_harness.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "tests/transport/dpdk/test_eal.h"
+#include "tests/transport/dpdk/test_netns.h"
+#include "transport/dpdk/dpdk_headers.h"
+#include "transport/dpdk/mbuf_pool.h"
+
+namespace atp::transport::testing {
+namespace {
+
+wire::Ipv4Address Ip(const char* text) { return *wire::Ipv4Address::Parse(text); }
+
+// PairKeepAlive: what a pair's devices need to outlive them.
+struct PairKeepAlive {
+  std::unique_ptr<TestNetns> netns;        // veth media: destroyed last
+  std::unique_ptr<DpdkRingLink> ring_link;  // ring medium
+};
+
+class DpdkHarness final : public BackendHarness {
+ public:
+  explicit DpdkHarness(DpdkMedium medium) : medium_(medium) {}
+
+  absl::StatusOr<DevicePair> Open(const DeviceOptions& options) override {
+    if (absl::Status s = EnsureTestEal(); !s.ok()) return s;
+    auto keep_alive = std::make_shared<PairKeepAlive>();
+    DpdkOptions a = DpdkPairOptions(options, DpdkRingLink::Side::kA);
+    DpdkOptions b = DpdkPairOptions(options, DpdkRingLink::Side::kB);
+    switch (medium_) {
+      case DpdkMedium::kRing: {
+        DpdkRingLinkOptions link;
+        link.name = UniqueTestName("r");
+        link.num_queues = options.num_queues;
+        link.ring_frames = options.rx_ring_frames;
+        absl::StatusOr<std::unique_ptr<DpdkRingLink>> created = DpdkRingLink::Create(link);
+        if (!created.ok()) return created.status();
+        keep_alive->ring_link = *std::move(created);
+        a.port = keep_alive->ring_link->port_name(DpdkRingLink::Side::kA);
+        b.port = keep_alive->ring_link->port_name(DpdkRingLink::Side::kB);
+        break;
+      }
+      case DpdkMedium::kMemif: {
+        MemifOptions memif;
+        memif.socket = "/" + UniqueTestName("atpm");
+        memif.ring_frames = options.rx_ring_frames;
+        const std::string name = UniqueTestName("net_memif");
+        a.port = name + "s";
+        a.source = DpdkPortSource::kCreateVdev;
+        memif.role = MemifRole::kServer;
+        a.vdev_args = MemifVdevArgs(memif);
+        a.link_timeout = TimeDelta::Zero();  // the client is not there yet
+        b.port = name + "c";
+        b.source = DpdkPortSource::kCreateVdev;
+        memif.role = MemifRole::kClient;
+        b.vdev_args = MemifVdevArgs(memif);
+        break;
+      }
+      case DpdkMedium::kAfPacket:
+      case DpdkMedium::kAfXdp: {
+        if (medium_ == DpdkMedium::kAfXdp && options.num_queues > 1) {
+          return absl::FailedPreconditionError(
+              "af_xdp binds one XDP socket per combined channel, and a veth reports one: "
+              "multi-queue af_xdp needs a NIC (see docs/transports.md, DPDK)");
+        }
+        absl::StatusOr<std::unique_ptr<TestNetns>> netns = TestNetns::Create(options.num_queues);
+        if (!netns.ok()) return netns.status();
+        keep_alive->netns = *std::move(netns);
+        const bool xdp = medium_ == DpdkMedium::kAfXdp;
+        const std::string name = UniqueTestName(xdp ? "net_af_xdp" : "net_af_packet");
+        for (auto [options_of, iface, suffix] :
+             {std::tuple{&a, TestNetns::kVethA, "a"}, std::tuple{&b, TestNetns::kVethB, "b"}}) {
+          options_of->port = name + suffix;
+          options_of->source = DpdkPortSource::kCreateVdev;
+          options_of->netns = keep_alive->netns->name();
+          options_of->vdev_args =
+              xdp ? absl::StrCat("iface=", iface, ",start_queue=0,queue_count=", options.num_queues)
+                  : absl::StrCat("iface=", iface, ",qpairs=", options.num_queues,
+                                 ",framecnt=", options.rx_ring_frames * 2);
+        }
+        break;
+      }
+    }
+    absl::StatusOr<std::unique_ptr<DpdkDevice>> device_a = OpenDpdkDevice(a);
+    if (!device_a.ok()) return device_a.status();
+    absl::StatusOr<std::unique_ptr<DpdkDevice>> device_b = OpenDpdkDevice(b);
+    if (!device_b.ok()) return device_b.status();
+    if (absl::Status s = (*device_a)->WaitForLink(TimeDelta::FromSeconds(5)); !s.ok()) return s;
+    return DevicePair{keep_alive, *std::move(device_a), *std::move(device_b)};
+  }
+
+  std::string NoBackpressureReason() const override {
+    if (medium_ == DpdkMedium::kAfPacket || medium_ == DpdkMedium::kAfXdp) {
+      return "a veth hands every frame to the receiving socket's ring at once and drops it "
+             "there when the ring is full: the sender never sees back-pressure";
+    }
+    return "";
+  }
+
+  // InjectMalformed: sends, on A's hardware TX queue `queue` and bypassing
+  // libatp's own checks, alternately a 100-byte frame and a whole-size frame
+  // that is not IPv4; both media pair A's TX queue i with B's RX queue i.
+  absl::Status InjectMalformed(DevicePair& pair, uint32_t queue, int count) override {
+    auto& a = static_cast<DpdkDevice&>(*pair.a);
+    for (int i = 0; i < count; ++i) {
+      FrameRef frame;
+      if (a.queue(queue).tx_pool().AllocBurst({&frame, 1}) != 1) {
+        return absl::ResourceExhaustedError("A's TX pool is empty");
+      }
+      rte_mbuf* mbuf = internal::MbufOf(frame);
+      const uint16_t size = i % 2 == 0 ? 100 : kFrameBytes;
+      std::memset(frame.data, 0x5A, size);
+      frame.data[12] = 0x86;  // EtherType 0x86DD: not IPv4
+      frame.data[13] = 0xDD;
+      mbuf->data_len = size;
+      mbuf->pkt_len = size;
+      internal::MbufsToDriver(&mbuf, 1);
+      if (rte_eth_tx_burst(a.port_id(), static_cast<uint16_t>(queue), &mbuf, 1) != 1) {
+        internal::FreeMbuf(mbuf);
+        return absl::UnavailableError("A's port refused the malformed frame");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const DpdkMedium medium_;
+};
+
+}  // namespace
+
+std::string_view DpdkMediumName(DpdkMedium medium) {
+  switch (medium) {
+    case DpdkMedium::kRing: return "ring";
+    case DpdkMedium::kMemif: return "memif";
+    case DpdkMedium::kAfPacket: return "af_packet";
+    case DpdkMedium::kAfXdp: return "af_xdp";
+  }
+  return "unknown";
+}
+
+DpdkOptions DpdkPairOptions(const DeviceOptions& device, DpdkRingLink::Side side) {
+  const bool side_a = side == DpdkRingLink::Side::kA;
+  const DeviceAddress address_a{Ip("10.0.0.1"), DefaultMacFor(Ip("10.0.0.1"))};
+  const DeviceAddress address_b{Ip("10.0.0.2"), DefaultMacFor(Ip("10.0.0.2"))};
+  DpdkOptions options;
+  options.device = device;
+  options.address = side_a ? address_a : address_b;
+  options.peers.push_back(DpdkPeer{side_a ? address_b : address_a, device.num_queues});
+  return options;
+}
+
+std::unique_ptr<BackendHarness> MakeDpdkHarness(DpdkMedium medium) {
+  return std::make_unique<DpdkHarness>(medium);
+}
+
+}  // namespace atp::transport::testing

@@ -1,0 +1,84 @@
+// tests/transport/dpdk/test_netns.cc
+#include "tests/transport/dpdk/test_netns.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/transport/dpdk/test_eal.h"
+
+namespace atp::transport::testing {
+namespace {
+
+constexpr const char* kPrefix = "atpd";
+
+int Run(const std::string& command) {
+  const int status = std::system((command + " >/dev/null 2>&1").c_str());
+  return status == -1 ? -1 : WEXITSTATUS(status);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TestNetns>> TestNetns::Create(uint32_t queues) {
+  if (::geteuid() != 0) {
+    return absl::FailedPreconditionError("network namespaces and veth pairs need root");
+  }
+  if (Run("ip -V") != 0) return absl::FailedPreconditionError("the `ip` command is missing");
+  RemoveStale();
+  std::unique_ptr<TestNetns> netns(new TestNetns(UniqueTestName(kPrefix)));
+  const std::string exec = absl::StrCat("ip netns exec ", netns->name(), " ");
+  const std::vector<std::string> commands = {
+      absl::StrCat("ip netns add ", netns->name()),
+      exec + "sysctl -w net.ipv6.conf.all.disable_ipv6=1",
+      exec + "sysctl -w net.ipv6.conf.default.disable_ipv6=1",
+      absl::StrCat(exec, "ip link add ", kVethA, " numtxqueues ", queues, " numrxqueues ", queues,
+                   " type veth peer name ", kVethB, " numtxqueues ", queues, " numrxqueues ",
+                   queues),
+      absl::StrCat(exec, "ip link set dev ", kVethA, " up"),
+      absl::StrCat(exec, "ip link set dev ", kVethB, " up"),
+  };
+  for (const std::string& command : commands) {
+    if (Run(command) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("`", command, "` failed"));
+    }
+  }
+  return netns;
+}
+
+int TestNetns::Exec(const std::string& command) const {
+  return Run(absl::StrCat("ip netns exec ", name_, " ", command));
+}
+
+void TestNetns::Remove(const std::string& name) {
+  // A DPDK af_xdp process that died leaves its XDP program attached; detach
+  // it explicitly before the interfaces go (harmless when there is none).
+  for (const char* veth : {kVethA, kVethB}) {
+    Run(absl::StrCat("ip netns exec ", name, " ip link set dev ", veth, " xdp off"));
+  }
+  Run(absl::StrCat("ip netns del ", name));
+}
+
+TestNetns::~TestNetns() { Remove(name_); }
+
+void TestNetns::RemoveStale() {
+  DIR* dir = ::opendir("/var/run/netns");
+  if (dir == nullptr) return;
+  std::vector<std::string> stale;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    const pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + std::string(kPrefix).size()));
+    if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) stale.push_back(name);
+  }
+  ::closedir(dir);
+  for (const std::string& name : stale) Remove(name);
+}
+
+}  // namespace atp::transport::testing
