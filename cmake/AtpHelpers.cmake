@@ -69,6 +69,15 @@ function(atp_cc_library)
   endif()
 endfunction()
 
+# atp_note_test_target: remembers a test executable whose tests carry the
+# labels of the fast tiers (unit, sim), so that `atp_fast_tests` builds just
+# what `ctest -L "unit|sim"` runs (the sanitizer tiers of CI build only that).
+function(atp_note_test_target target labels)
+  if("unit" IN_LIST labels OR "sim" IN_LIST labels)
+    set_property(GLOBAL APPEND PROPERTY ATP_FAST_TEST_TARGETS ${target})
+  endif()
+endfunction()
+
 function(atp_cc_test)
   cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS;PROPERTIES" ${ARGN})
   add_executable(${ARG_NAME} ${ARG_SRCS})
@@ -80,6 +89,7 @@ function(atp_cc_test)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
+  atp_note_test_target(${ARG_NAME} "${ARG_LABELS}")
   # PRE_TEST: tests are listed when ctest runs, so sanitizer builds do not run
   # every test binary at build time.
   # A list inside PROPERTIES must be escaped, or each test keeps only its first label.

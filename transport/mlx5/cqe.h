@@ -26,10 +26,11 @@
 #ifndef ATP_TRANSPORT_MLX5_CQE_H_
 #define ATP_TRANSPORT_MLX5_CQE_H_
 
-#include <atomic>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+
+#include "transport/mlx5/dma_barrier.h"
 
 namespace atp::transport::mlx5 {
 
@@ -100,7 +101,7 @@ class CqCursor {
     const uint8_t op_own = *static_cast<const volatile uint8_t*>(cqe + kCqeOpOwnOffset);
     const uint8_t pass_parity = (ci_ & count_) != 0 ? 1 : 0;
     if ((op_own >> 4) == kCqeOpInvalid || (op_own & 1) != pass_parity) return nullptr;
-    std::atomic_thread_fence(std::memory_order_acquire);
+    DmaReadBarrier();
     return cqe;
   }
   void Pop() { ++ci_; }

@@ -2,10 +2,10 @@
 #include "transport/mlx5/rx_path.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cassert>
 
 #include "transport/common/frame_layout.h"
+#include "transport/mlx5/dma_barrier.h"
 
 namespace atp::transport::mlx5 {
 namespace {
@@ -55,7 +55,7 @@ void StridingRxPath::Repost() {
   }
   if (posted) {
     // The entries must reach memory before the doorbell record that publishes them.
-    std::atomic_thread_fence(std::memory_order_release);
+    DmaWriteBarrier();
     StoreDoorbell(rings_.wq_doorbell, RqDoorbellValue(wq_head_));
   }
 }
