@@ -354,8 +354,10 @@ struct KernelPair {
   std::unique_ptr<KernelUdpDevice> b;
 };
 
-KernelPair OpenKernelPair(Offload gso, Offload gro) {
+KernelPair OpenKernelPair(Offload gso, Offload gro,
+                          atp::transport::KernelUdpEncapsulation encapsulation) {
   KernelUdpOptions options;
+  options.encapsulation = encapsulation;
   options.bind = atp::transport::SocketAddress{*wire::Ipv4Address::Parse("127.0.0.1"), 0};
   options.device.rx_pool_frames = 4096;
   options.gso = gso;
@@ -384,10 +386,17 @@ bool IsSegmented(KernelMode mode) {
   return mode == KernelMode::kSegmentedGso || mode == KernelMode::kSegmentedGsoCopied;
 }
 
+// Encapsulation: the benchmarks' second argument, `whole`: 0 = kAtpMessage
+// (264-byte datagrams), 1 = kWholeFrame (306-byte datagrams, the overlay).
+atp::transport::KernelUdpEncapsulation Encapsulation(const benchmark::State& state) {
+  return state.range(1) != 0 ? atp::transport::KernelUdpEncapsulation::kWholeFrame
+                             : atp::transport::KernelUdpEncapsulation::kAtpMessage;
+}
+
 void BM_KernelUdp(benchmark::State& state) {
   const auto mode = static_cast<KernelMode>(state.range(0));
   const Offload offload = mode == KernelMode::kPlain ? Offload::kOff : Offload::kOn;
-  KernelPair pair = OpenKernelPair(offload, offload);
+  KernelPair pair = OpenKernelPair(offload, offload, Encapsulation(state));
   const Frame frame = MakeFrame(0);
   uint32_t position = 0;
   SegmentedSender segmented(mode == KernelMode::kSegmentedGso);
@@ -403,11 +412,11 @@ void BM_KernelUdp(benchmark::State& state) {
   state.counters["rx_dropped"] = static_cast<double>(rx.rx_dropped);
 }
 BENCHMARK(BM_KernelUdp)
-    ->ArgName("mode")
-    ->Arg(static_cast<int>(KernelMode::kPlain))
-    ->Arg(static_cast<int>(KernelMode::kBurstGso))
-    ->Arg(static_cast<int>(KernelMode::kSegmentedGso))
-    ->Arg(static_cast<int>(KernelMode::kSegmentedGsoCopied))
+    ->ArgNames({"mode", "whole"})
+    ->ArgsProduct({{static_cast<int>(KernelMode::kPlain), static_cast<int>(KernelMode::kBurstGso),
+                    static_cast<int>(KernelMode::kSegmentedGso),
+                    static_cast<int>(KernelMode::kSegmentedGsoCopied)},
+                   {0, 1}})
     ->UseRealTime();
 
 // BM_KernelUdpOneThread: the same paths with one thread sending a batch and
@@ -418,7 +427,7 @@ BENCHMARK(BM_KernelUdp)
 void BM_KernelUdpOneThread(benchmark::State& state) {
   const auto mode = static_cast<KernelMode>(state.range(0));
   const Offload offload = mode == KernelMode::kPlain ? Offload::kOff : Offload::kOn;
-  KernelPair pair = OpenKernelPair(offload, offload);
+  KernelPair pair = OpenKernelPair(offload, offload, Encapsulation(state));
   const Frame frame = MakeFrame(0);
   uint32_t position = 0;
   SegmentedSender segmented(mode == KernelMode::kSegmentedGso);
@@ -438,11 +447,11 @@ void BM_KernelUdpOneThread(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(received));
 }
 BENCHMARK(BM_KernelUdpOneThread)
-    ->ArgName("mode")
-    ->Arg(static_cast<int>(KernelMode::kPlain))
-    ->Arg(static_cast<int>(KernelMode::kBurstGso))
-    ->Arg(static_cast<int>(KernelMode::kSegmentedGso))
-    ->Arg(static_cast<int>(KernelMode::kSegmentedGsoCopied));
+    ->ArgNames({"mode", "whole"})
+    ->ArgsProduct({{static_cast<int>(KernelMode::kPlain), static_cast<int>(KernelMode::kBurstGso),
+                    static_cast<int>(KernelMode::kSegmentedGso),
+                    static_cast<int>(KernelMode::kSegmentedGsoCopied)},
+                   {0, 1}});
 
 // ---------------------------------------------------------------- raw ceiling
 

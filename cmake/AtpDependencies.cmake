@@ -11,6 +11,10 @@ find_package(spdlog CONFIG REQUIRED)
 find_package(Threads REQUIRED)
 # nlohmann_json: reads the golden frame vectors in tests (and JSON in tools).
 find_package(nlohmann_json CONFIG REQUIRED)
+# yaml-cpp: atp-switchd's config file. Chosen over JSON/TOML parsers because
+# every node keeps its line (YAML::Mark), so a bad config is refused with the
+# line that is wrong.
+find_package(yaml-cpp CONFIG REQUIRED)
 if(LIBATP_BUILD_TESTS OR NOT DEFINED LIBATP_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()

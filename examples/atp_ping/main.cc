@@ -124,7 +124,7 @@ int Main(int argc, char** argv) {
     j["tool"] = "atp-ping";
     j["workers"] = shape.workers;
     j["racks"] = shape.racks;
-    j["transport"] = TransportFlag();
+    j["transport"] = ClusterTransportFlag();
     j["switches"] = SwitchesFlag(shape.racks);
     j["values"] = values;
     j["count"] = count;

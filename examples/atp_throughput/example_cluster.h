@@ -14,9 +14,9 @@
 
 namespace atp::examples {
 
-// ParseFlagsOrExit: sets the usage message, limits --help to the flags of
-// files whose path contains `tool_dir` (and the shared ones here), parses
-// argv, and exits with status 2 on a stray positional argument.
+// ParseFlagsOrExit: examples/common's ParseToolFlagsOrExit with --help
+// limited to the flags of files whose path contains `tool_dir` (and the
+// shared ones here and in examples/common); bad flags exit with status 2.
 void ParseFlagsOrExit(int argc, char** argv, const char* tool_dir, const std::string& usage);
 
 // ClusterShape: the job a tool runs.
@@ -29,15 +29,17 @@ struct ClusterShape {
 };
 
 // MakeCluster: the job `shape` as threads of this process, placed by the
-// shared flags (--transport, --switches, --loss, --busy_poll). Workers are
+// shared flags (--transport, --switches, --loss, --busy_poll, ...); refuses
+// --transport=dpdk (DPDK endpoints run one per process). Workers are
 // spread over the racks as evenly as possible.
 absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const ClusterShape& shape);
 
 // Describe: "4 workers in 2 racks, loopback, switches two_level" for logs.
 std::string Describe(const ClusterShape& shape);
 
-// The shared flags' values, for reports (SwitchesFlag: "none" off loopback).
-std::string TransportFlag();
+// The shared flags' values, for reports (ClusterTransportFlag: --transport,
+// "loopback" when not given; SwitchesFlag: "none" off loopback).
+std::string ClusterTransportFlag();
 std::string SwitchesFlag(int racks);
 
 }  // namespace atp::examples

@@ -1,47 +1,77 @@
-// atp-throughput: push/pull goodput of a whole job, every result verified.
+// atp-throughput: push/pull goodput of a job, every result verified.
 //
-// Runs the job in this process (workers, PS and, over loopback, the ATP
-// switch pipelines), then for each iteration every worker PushPulls a tensor
-// of --tensor_floats values; the time from the first submission to the last
-// completion gives the goodput (tensor bytes per worker per second, like an
-// allreduce's algorithm bandwidth). Every worker's every result is compared
-// with the exact aggregate computed independently (atp::Quantize).
+// --role=cluster (default): runs the whole job in this process (workers, PS
+// and, over loopback, the ATP switch pipelines), then for each iteration every
+// worker PushPulls a tensor of --tensor_floats values; the time from the first
+// submission to the last completion gives the goodput (tensor bytes per
+// worker per second, like an allreduce's algorithm bandwidth). Every worker's
+// every result is compared with the exact aggregate computed independently
+// (atp::Quantize).
+//
+// --role=worker --rank=R: this process is one worker of a job whose other
+// workers, PS (atp-ps) and switches (atp-switchd) are other processes,
+// reached over a real transport (examples/common/endpoint.h). Its inputs are
+// a deterministic function of (--seed, --job, rank, iteration, index) whose
+// sums are exact after quantization (examples/common/inputs.h), so it checks
+// every result against the exact sum of all ranks' inputs by itself.
 //
 //   atp-throughput --tensor_floats=4194304 --workers=4 --racks=2 --iterations=5
 //   atp-throughput --transport=kernel_udp --workers=2 --racks=1 --json
+//   atp-throughput --role=worker --rank=3 --racks=2 --workers_per_rack=2
+//       --dpdk_port=memif --memif_socket=/tmp/tb/w3.sock --json
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "atp/worker.h"
 #include "examples/atp_throughput/example_cluster.h"
+#include "examples/common/endpoint.h"
+#include "examples/common/endpoint_flags.h"
+#include "examples/common/inputs.h"
+#include "examples/common/tool_flags.h"
 #include "lib/runtime/testbed/oracle.h"
 #include "nlohmann/json.hpp"
 
+ABSL_FLAG(std::string, role, "cluster",
+          "'cluster': the whole job in this process (--workers over --racks). 'worker': one "
+          "worker (--rank) of a job whose other nodes are processes (atp-ps, atp-switchd), "
+          "over --transport=dpdk (see the endpoint flags).");
+ABSL_FLAG(int, rank, -1, "--role=worker: this worker's rack-major rank, 0..racks*workers_per_rack-1.");
+ABSL_FLAG(uint64_t, seed, 1,
+          "--role=worker: seed of the inputs; every worker of the job must use the same one.");
+ABSL_FLAG(double, deadline_s, 120,
+          "--role=worker: give up (exit 1, saying where it stopped) when the run, from the start "
+          "of this process (the link wait included), has not finished within this many seconds.");
 ABSL_FLAG(int64_t, tensor_floats, 1 << 20, "Floats in each worker's tensor, per iteration.");
-ABSL_FLAG(int, workers, 4, "Workers in the job.");
-ABSL_FLAG(int, racks, 2, "Racks the workers are spread over.");
-ABSL_FLAG(int, io_threads, 2, "I/O threads (queues) per worker.");
+ABSL_FLAG(int, workers, 4, "--role=cluster: workers in the job (spread over --racks).");
 ABSL_FLAG(int, iterations, 5, "Aggregations to time, one after the other.");
 ABSL_FLAG(int, window, 200, "Initial window, fragments in flight per queue.");
 ABSL_FLAG(int, slots, 256, "Window slots per queue (a power of two >= --window).");
 ABSL_FLAG(bool, json, false, "Print the result as one JSON object instead of text.");
-ABSL_FLAG(bool, progress, true, "Print a progress line on stderr after each iteration.");
+ABSL_FLAG(bool, progress, true,
+          "Print a progress line on stderr after each iteration (--role=worker: also with --json).");
 
 namespace atp::examples {
 namespace {
 
 constexpr char kUsage[] =
     "push/pull goodput of an ATP job with every result verified.\n"
-    "Runs workers, a PS and the switches as threads of this process.\n"
-    "Exit status: 0 all results exact; 1 a result was wrong or timed out; 2 bad flags.\n"
-    "  e.g. atp-throughput --tensor_floats=4194304 --workers=4 --racks=2";
+    "--role=cluster (default): workers, a PS and the switches as threads of this process.\n"
+    "--role=worker --rank=R: one worker of a job whose PS and switches are processes.\n"
+    "Exit status: 0 all results exact; 1 a result was wrong, timed out or the device failed;\n"
+    "2 bad flags.\n"
+    "  e.g. atp-throughput --tensor_floats=4194304 --workers=4 --racks=2\n"
+    "       atp-throughput --role=worker --rank=0 --memif_socket=/tmp/tb/w0.sock --json";
 
 void Fill(std::vector<float>& v, int iteration, int rank) {
   const uint32_t seed = static_cast<uint32_t>(iteration) * 2654435761u + static_cast<uint32_t>(rank) * 40503u;
@@ -51,8 +81,20 @@ void Fill(std::vector<float>& v, int iteration, int rank) {
   }
 }
 
+int RunWorker();
+
 int Main(int argc, char** argv) {
   ParseFlagsOrExit(argc, argv, "examples/atp_throughput/main", kUsage);
+  const std::string role = absl::GetFlag(FLAGS_role);
+  if (role == "worker") return RunWorker();
+  if (role != "cluster") {
+    std::fprintf(stderr, "atp-throughput: --role: '%s' is not cluster or worker\n", role.c_str());
+    return kBadFlagsExit;
+  }
+  if (absl::GetFlag(FLAGS_rank) != -1) {
+    std::fprintf(stderr, "atp-throughput: --rank: only with --role=worker\n");
+    return kBadFlagsExit;
+  }
   ClusterShape shape;
   shape.workers = absl::GetFlag(FLAGS_workers);
   shape.racks = absl::GetFlag(FLAGS_racks);
@@ -63,12 +105,12 @@ int Main(int argc, char** argv) {
   const int iterations = absl::GetFlag(FLAGS_iterations);
   if (n < 1 || iterations < 1) {
     std::fprintf(stderr, "atp-throughput: --tensor_floats and --iterations must be >= 1\n");
-    return 2;
+    return kBadFlagsExit;
   }
   absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> cluster = MakeCluster(shape);
   if (!cluster.ok()) {
     std::fprintf(stderr, "atp-throughput: %s\n", std::string(cluster.status().message()).c_str());
-    return 2;
+    return kBadFlagsExit;
   }
   const bool progress = absl::GetFlag(FLAGS_progress) && !absl::GetFlag(FLAGS_json);
   const size_t w = static_cast<size_t>(shape.workers);
@@ -138,7 +180,7 @@ int Main(int argc, char** argv) {
     j["workers"] = shape.workers;
     j["racks"] = shape.racks;
     j["io_threads"] = shape.io_threads;
-    j["transport"] = TransportFlag();
+    j["transport"] = ClusterTransportFlag();
     j["switches"] = SwitchesFlag(shape.racks);
     j["tensor_floats"] = n;
     j["iterations"] = iterations;
@@ -172,6 +214,177 @@ int Main(int argc, char** argv) {
     std::printf("%s\n", wrong == 0 ? "all results exact" : "WRONG RESULTS");
   }
   return wrong == 0 ? 0 : 1;
+}
+
+// WorkerRun: what a --role=worker run reports.
+struct WorkerRun {
+  int completed = 0;
+  double seconds = 0;
+  uint64_t wrong_values = 0;
+  int wrong_iterations = 0;
+  std::string error;
+};
+
+int ReportWorker(const EndpointSpec& spec, int64_t n, int iterations, const WorkerRun& run,
+                 const WorkerStats& stats, const nlohmann::json& device) {
+  const bool verified = run.error.empty() && run.completed == iterations && run.wrong_values == 0;
+  const double goodput =
+      run.seconds > 0 ? static_cast<double>(n) * 4 * run.completed / run.seconds : 0.0;
+  if (absl::GetFlag(FLAGS_json)) {
+    nlohmann::json j;
+    j["tool"] = "atp-throughput";
+    j["role"] = "worker";
+    j["job"] = spec.job.job_id;
+    j["rank"] = spec.place.rank;
+    j["address"] = spec.self.ipv4.ToString();
+    j["workers"] = spec.job.layout.total_workers();
+    j["racks"] = spec.job.layout.racks();
+    j["io_threads"] = spec.job.io_threads;
+    j["transport"] = std::string(TransportKindName(spec.transport.kind));
+    j["seed"] = absl::GetFlag(FLAGS_seed);
+    j["tensor_floats"] = n;
+    j["iterations"] = iterations;
+    j["completed_iterations"] = run.completed;
+    j["seconds"] = run.seconds;
+    j["goodput_bytes_per_s"] = goodput;
+    j["frames_sent"] = stats.frames_sent;
+    j["retransmissions"] = stats.retransmissions;
+    j["timeouts"] = stats.timeouts;
+    j["ecn_marks"] = stats.ecn_marks;
+    j["wrong_values"] = run.wrong_values;
+    j["verified"] = verified;
+    j["device"] = device;
+    if (!run.error.empty()) j["error"] = run.error;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("atp-throughput: %s\n", spec.description.c_str());
+    std::printf("tensor %lld floats (%.1f MB) x %d iterations (%d done): %.3f s\n",
+                static_cast<long long>(n), static_cast<double>(n) * 4 / 1e6, iterations,
+                run.completed, run.seconds);
+    std::printf("goodput %.3f GB/s\n", goodput / 1e9);
+    std::printf("frames sent %llu, retransmissions %llu, timeouts %llu\n",
+                static_cast<unsigned long long>(stats.frames_sent),
+                static_cast<unsigned long long>(stats.retransmissions),
+                static_cast<unsigned long long>(stats.timeouts));
+    std::printf("%s\n", verified ? "all results exact" : "NOT VERIFIED");
+  }
+  std::fflush(stdout);
+  return verified ? 0 : 1;
+}
+
+int RunWorker() {
+  const absl::Time start = absl::Now();
+  StopSignals stop;  // before any thread starts (the EAL's included)
+  const int64_t n = absl::GetFlag(FLAGS_tensor_floats);
+  const int iterations = absl::GetFlag(FLAGS_iterations);
+  const double deadline_s = absl::GetFlag(FLAGS_deadline_s);
+  const bool progress = absl::GetFlag(FLAGS_progress);
+  const auto bad = [](const std::string& message) {
+    std::fprintf(stderr, "atp-throughput: %s\n", message.c_str());
+    return kBadFlagsExit;
+  };
+  if (n < 1) return bad("--tensor_floats: must be >= 1");
+  if (iterations < 1) return bad("--iterations: must be >= 1");
+  if (!(deadline_s > 0)) return bad("--deadline_s: must be > 0");
+  if (absl::GetFlag(FLAGS_rank) < 0) return bad("--rank: required with --role=worker (0, 1, ...)");
+  EndpointPlace place;
+  place.role = EndpointRole::kWorker;
+  place.rank = absl::GetFlag(FLAGS_rank);
+  place.program_name = "atp-throughput";
+  absl::StatusOr<EndpointSpec> spec = BuildEndpoint(EndpointFlagsFromCommandLine(), place);
+  if (!spec.ok()) return bad(std::string(spec.status().message()));
+  const absl::Time deadline = start + absl::Seconds(deadline_s);
+  const std::string who = absl::StrCat("atp-throughput: worker ", place.rank);
+  if (progress) std::fprintf(stderr, "%s: %s\n", who.c_str(), spec->description.c_str());
+
+  absl::StatusOr<std::unique_ptr<transport::Device>> device =
+      OpenEndpointDevice(*spec, deadline, stop);
+  if (!device.ok()) {
+    std::fprintf(stderr, "%s: %s\n", who.c_str(), std::string(device.status().message()).c_str());
+    return 1;
+  }
+  WorkerOptions options;
+  options.job = spec->job;
+  ApplyRetransmissionFlags(&options.job);
+  options.rack = spec->rack;
+  options.worker_in_rack = spec->worker_in_rack;
+  options.parameter_servers.push_back(spec->ps);
+  options.polling = PollingFromFlags();
+  absl::StatusOr<std::unique_ptr<Worker>> worker = Worker::Create(options, **device);
+  if (!worker.ok()) {
+    std::fprintf(stderr, "%s: %s\n", who.c_str(), std::string(worker.status().message()).c_str());
+    return 1;
+  }
+  if (progress) std::fprintf(stderr, "%s: link up, running\n", who.c_str());
+
+  const int workers = spec->job.layout.total_workers();
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
+  const uint32_t job = spec->job.job_id;
+  const uint32_t rank = static_cast<uint32_t>(place.rank);
+  std::vector<float> in(static_cast<size_t>(n)), out(static_cast<size_t>(n)),
+      expected(static_cast<size_t>(n));
+  WorkerRun run;
+  for (int it = 0; it < iterations && run.error.empty(); ++it) {
+    const uint32_t iteration = static_cast<uint32_t>(it);
+    FillInput(seed, job, rank, iteration, workers, in);
+    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<Handle> h = (*worker)->PushPull(in, out);
+    if (!h.ok()) {
+      run.error = absl::StrCat("iteration ", it, ": PushPull: ", h.status().message());
+      break;
+    }
+    absl::Status done;
+    for (;;) {
+      done = h->WaitUntil(std::min(deadline, absl::Now() + absl::Milliseconds(200)));
+      if (done.code() != absl::StatusCode::kDeadlineExceeded) break;
+      if (stop.Poll()) {
+        run.error = absl::StrCat("stopped by signal ", stop.stop_signal(), " during iteration ", it);
+        break;
+      }
+      if (absl::Now() >= deadline) {
+        run.error = absl::StrCat(
+            "--deadline_s=", deadline_s, " passed during iteration ", it, " of ", iterations,
+            " (", it, " done): no aggregate arrived; is the network (switches, the PS, the other ",
+            workers - 1, " workers) up, with the same --job, --racks, --workers_per_rack, "
+            "--io_threads and --seed?");
+        break;
+      }
+    }
+    if (!run.error.empty()) break;
+    if (!done.ok()) {
+      run.error = absl::StrCat("iteration ", it, ": ", done.message());
+      break;
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    run.seconds += seconds;
+    ++run.completed;
+    FillExpectedSum(seed, job, iteration, workers, expected);
+    uint64_t wrong = 0;
+    size_t first_wrong = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (std::memcmp(&out[i], &expected[i], sizeof(float)) != 0) {
+        if (wrong++ == 0) first_wrong = i;
+      }
+    }
+    run.wrong_values += wrong;
+    if (wrong > 0) {
+      ++run.wrong_iterations;
+      std::fprintf(stderr, "%s: iteration %d: %llu values wrong, first at %zu: got %.9g, expected %.9g\n",
+                   who.c_str(), it, static_cast<unsigned long long>(wrong), first_wrong,
+                   static_cast<double>(out[first_wrong]), static_cast<double>(expected[first_wrong]));
+    }
+    if (progress) {
+      std::fprintf(stderr, "%s: [%d/%d] %.3f s  %.3f GB/s  %s\n", who.c_str(), it + 1, iterations,
+                   seconds, static_cast<double>(n) * 4 / seconds / 1e9, wrong == 0 ? "exact" : "WRONG");
+    }
+  }
+  if (!run.error.empty()) std::fprintf(stderr, "%s: %s\n", who.c_str(), run.error.c_str());
+  const WorkerStats stats = (*worker)->stats();
+  worker->reset();  // stops the I/O threads: the queues' counters may be read
+  const nlohmann::json device_stats = DeviceStatsJson(**device, QueueCounters::kRead);
+  return ReportWorker(*spec, n, iterations, run, stats, device_stats);
 }
 
 }  // namespace

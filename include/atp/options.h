@@ -177,6 +177,16 @@ struct ParameterServerOptions {
   uint16_t base_port = wire::kDefaultBasePort;
   PollingOptions polling;
   uint32_t max_burst = 32;  // 1..256
+  // orphan_timeout: a fragment the PS has partial state for (integer sums, or
+  // float32 rows on the overflow path) and that no frame touched for this
+  // long is dropped: its workers died or the job was aborted (ATP-SPEC
+  // invariant 5). A live worker resends at least every
+  // JobOptions::max_retransmission_timeout, which keeps the state, so this
+  // must exceed every served job's max_retransmission_timeout plus a round
+  // trip; the default is twice that option's default. Dropping state a live
+  // worker still needed costs only a re-aggregation from resends, never a
+  // wrong result. Positive; absl::InfiniteDuration() keeps state forever.
+  absl::Duration orphan_timeout = absl::Seconds(2);
 
   absl::Status Validate(std::string_view field = "ParameterServerOptions") const;
 };

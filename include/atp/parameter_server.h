@@ -73,6 +73,9 @@ struct ParameterServerStats {
   uint64_t fp_completed = 0;         // of those, on the float32 overflow path
   uint64_t collisions_rehashed = 0;  // completions that carried a new aggregator index
   uint64_t overflow_requests = 0;
+  uint64_t orphans_released = 0;  // partial fragments (integer or float32) dropped after
+                                  // ParameterServerOptions::orphan_timeout without a
+                                  // frame: their workers died or gave up
 };
 
 // FrameSink: where a PS puts the frames it wants sent.
@@ -138,6 +141,14 @@ class EmbeddedParameterServer {
   // frames: the UDP payload to send is the frame from byte 42 on
   // (wire::kAtpOffset), to the socket of the destination's queue.
   wire::DecodeError HandleMessage(std::span<const uint8_t> message, FrameSink& sink);
+
+  // ReleaseOrphans: releases the partial fragments no frame has touched for
+  // longer than ParameterServerOptions::orphan_timeout (their workers died or
+  // gave up; ATP-SPEC invariant 5), reading the monotonic clock. HandleFrame
+  // already does this a little at a time, so call it only when frames may
+  // have stopped: every orphan_timeout / 4 or so from an idle timer. Returns
+  // how many it released. Any thread (takes each shard's lock in turn).
+  size_t ReleaseOrphans();
 
   // stats: any thread (takes each shard's lock briefly).
   ParameterServerStats stats() const;

@@ -33,6 +33,10 @@ absl::Status PsConfig::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("PsConfig.shard_index: needs 0..", shard_count - 1, ", got ", shard_index));
   }
+  if (orphan_timeout <= TimeDelta::Zero()) {
+    return absl::InvalidArgumentError(absl::StrCat("PsConfig.orphan_timeout: needs > 0, got ",
+                                                   orphan_timeout.ToNanoseconds(), " ns"));
+  }
   return absl::OkStatus();
 }
 

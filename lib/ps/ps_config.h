@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "atp/time.h"
 #include "atp/wire.h"
 #include "lib/protocol/job_shape.h"
 
@@ -42,10 +43,24 @@ struct PsConfig {
   // worker of the largest job); more concurrent float seqs than this allocate
   // on that rare path and free again when they complete.
   uint32_t fp_pool_buffers = 2;
+  // orphan_timeout: a slot's live generation (partial integer sums, or the
+  // float rows and pool buffer of the overflow path) that no message has
+  // touched for longer than this is released: its workers died or gave up
+  // (ATP-SPEC invariant 5). Every message for the live generation touches it,
+  // duplicates and resends included, so a worker that still waits for the
+  // seq keeps it as long as it resends more often than this. Must exceed the
+  // workers' maximum retransmission timeout plus a round trip (see
+  // docs/protocol.md); the default is twice JobOptions::max_retransmission_timeout's
+  // default. Positive; TimeDelta::Infinite() never releases.
+  TimeDelta orphan_timeout = TimeDelta::FromSeconds(2);
+  // orphan_scan_per_message: slots the orphan scan visits inside every
+  // OnGradient call (besides ScanOrphans), so that a busy engine whose owner
+  // never calls ScanOrphans still frees orphans. 0: only ScanOrphans scans.
+  uint32_t orphan_scan_per_message = 1;
 
   // Validate: at least one job, every JobShape valid, job ids distinct, slots
-  // a power of two in range, shard_count 1..16 and shard_index below it. The
-  // message names the offending field.
+  // a power of two in range, shard_count 1..16 and shard_index below it,
+  // orphan_timeout positive. The message names the offending field.
   absl::Status Validate() const;
 
   // ServedQueues: how many of the 16 queues this engine owns.

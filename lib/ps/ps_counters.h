@@ -41,6 +41,8 @@ struct PsCounters {
   uint64_t collisions_rehashed = 0;  // completions that carried a new aggregator index
   uint64_t overflows = 0;            // seqs that entered the float path
   uint64_t overflow_requests = 0;    // overflow requests sent (first and repeated)
+  uint64_t orphans_released = 0;     // live generations (integer or float) released after
+                                     // PsConfig::orphan_timeout without a message
 
   // Outcomes: the sum of the outcome counters; equals `gradients`.
   uint64_t Outcomes() const {

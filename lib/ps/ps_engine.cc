@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <utility>
 
 #include "atp/status_macros.h"
@@ -44,6 +45,8 @@ PsEngine::PsEngine(const PsConfig& config, size_t fp_floats_per_buffer)
       fp_pool_(fp_floats_per_buffer, config.fp_pool_buffers) {
   job_index_.fill(-1);
   size_t slot_count = static_cast<size_t>(config.ServedQueues()) * slots_;
+  slots_per_job_ = slot_count;
+  touched_.assign(slot_count * config.jobs.size(), TimePoint::Infinite());
   jobs_.reserve(config.jobs.size());
   for (const protocol::JobShape& shape : config.jobs) {
     job_index_[shape.job] = static_cast<int16_t>(jobs_.size());
@@ -58,9 +61,12 @@ PsEngine::PsEngine(const PsConfig& config, size_t fp_floats_per_buffer)
   }
 }
 
-void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint /*now*/,
+void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint now,
                           protocol::MessageSink& sink) {
   ++counters_.gradients;
+  if (live_slots_ > 0 && config_.orphan_scan_per_message > 0) {
+    ScanOrphans(now, config_.orphan_scan_per_message);
+  }
   const wire::AtpHeader& header = message.header;
   if (wire::ValidateHeader(header) != wire::DecodeError::kOk) {
     ++counters_.malformed;
@@ -119,11 +125,61 @@ void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint /*now*/,
     case Generation::kNext:
       break;
   }
+  const size_t flat = static_cast<size_t>(job_index) * slots_per_job_ + index;
+  // State older than the timeout is an orphan even if the scan has not
+  // reached it yet: the message starts the generation afresh.
+  if (IsOrphan(touched_[flat], now)) ReleaseOrphan(flat);
+  const bool was_live = slot.mode != SlotMode::kIdle;
   if (slot.mode == SlotMode::kFloat) {
     OnFloatPath(job, index, message, who, sink);
   } else {
     OnIntegerOrIdle(job, index, message, who, sink);
   }
+  // Any message for the live generation (a duplicate resend too) keeps it.
+  const bool live = slot.mode != SlotMode::kIdle;
+  touched_[flat] = live ? now : TimePoint::Infinite();
+  if (live && !was_live) ++live_slots_;
+  if (!live && was_live) --live_slots_;
+}
+
+size_t PsEngine::ScanOrphans(TimePoint now, size_t budget) {
+  const size_t total = touched_.size();
+  budget = std::min(budget, total);
+  size_t released = 0;
+  for (size_t k = 0; k < budget && live_slots_ > 0; ++k) {
+    if (IsOrphan(touched_[scan_cursor_], now)) {
+      ReleaseOrphan(scan_cursor_);
+      ++released;
+    }
+    if (++scan_cursor_ == total) scan_cursor_ = 0;
+  }
+  return released;
+}
+
+size_t PsEngine::OrphanScanBudget(TimeDelta interval) const {
+  const size_t total = touched_.size();
+  if (config_.orphan_timeout.IsInfinite()) return 1;
+  const double pass_ns = static_cast<double>(config_.orphan_timeout.ToNanoseconds()) / 4.0;
+  const double interval_ns = static_cast<double>(interval.ToNanoseconds());
+  if (interval_ns <= 0.0 || interval_ns >= pass_ns) return total;
+  const double budget = std::ceil(static_cast<double>(total) * interval_ns / pass_ns);
+  return std::clamp(static_cast<size_t>(budget), size_t{1}, total);
+}
+
+void PsEngine::ResetLive(SlotState& slot) {
+  if (slot.mode == SlotMode::kFloat) fp_pool_.Release(std::move(slot.fp_rows));
+  slot.mode = SlotMode::kIdle;
+  slot.ecn = false;
+  slot.collision = false;
+  slot.coverage.Clear();
+}
+
+void PsEngine::ReleaseOrphan(size_t flat) {
+  JobState& job = jobs_[flat / slots_per_job_];
+  ResetLive(job.slots[flat % slots_per_job_]);
+  touched_[flat] = TimePoint::Infinite();
+  --live_slots_;
+  ++counters_.orphans_released;
 }
 
 void PsEngine::OnIntegerOrIdle(JobState& job, size_t index, const wire::AtpMessage& message,
@@ -252,16 +308,12 @@ void PsEngine::Complete(JobState& job, size_t index, uint32_t seq, protocol::Mes
   ++counters_.completed;
   if (slot.mode == SlotMode::kFloat) {
     packet.header.fp = true;
-    fp_pool_.Release(std::move(slot.fp_rows));
     ++counters_.fp_completed;
   }
 
   slot.completed_position = wire::PositionOfSeq(seq);
   slot.has_completed_packet = true;
-  slot.mode = SlotMode::kIdle;
-  slot.ecn = false;
-  slot.collision = false;
-  slot.coverage.Clear();
+  ResetLive(slot);
 
   ++counters_.param_sent;
   sink.Send(packet);

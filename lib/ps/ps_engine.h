@@ -35,10 +35,27 @@
 // the stored packet); fp rows are summed in double in worker order (rack-major),
 // starting from the first row, and rounded once to float32.
 //
-// The engine is pure: it reads no clock, does no I/O and allocates only at
-// Create (and on the rare float path beyond PsConfig::fp_pool_buffers). It is
-// not thread-safe: one thread drives it, or each thread drives its own engine
-// for its own queues (PsConfig::shard_index / shard_count).
+// Orphans (ATP-SPEC invariant 5): a slot's live generation that no message has
+// touched for longer than PsConfig::orphan_timeout (its workers died or the job
+// was aborted) is released: the partial integer sums are forgotten, the float
+// rows go back to the pool, and orphans_released counts it. Every message for
+// the live generation touches it (contributions, duplicates, integer packets
+// on the float path), so state a live worker still resends is kept. A released
+// generation is still the slot's next one: a late resend simply starts it
+// again, and since every worker keeps its fragment until acknowledged (and
+// re-sends it as fp after an overflow request), the result stays exact. The
+// slot's last completed parameter packet is kept (it is part of the idle size,
+// and a worker that lost it needs it). Release happens lazily: when a message
+// reaches a slot idle for longer than the timeout (before the message is
+// handled), in a small scan step inside every OnGradient
+// (PsConfig::orphan_scan_per_message), and in ScanOrphans, which the owner
+// calls with its clock when no traffic arrives.
+//
+// The engine is pure: it reads no clock (callers pass `now`), does no I/O and
+// allocates only at Create (and on the rare float path beyond
+// PsConfig::fp_pool_buffers). It is not thread-safe: one thread drives it, or
+// each thread drives its own engine for its own queues
+// (PsConfig::shard_index / shard_count).
 #ifndef ATP_LIB_PS_PS_ENGINE_H_
 #define ATP_LIB_PS_PS_ENGINE_H_
 
@@ -73,16 +90,35 @@ class PsEngine {
   // OnGradient: handles one decoded message addressed to the PS. Parameter
   // packets and overflow requests it causes are passed to `sink` before it
   // returns; the caller multicasts each to every worker of its job. Every
-  // message is counted in counters() (see PsCounters). `now` is not used
-  // today: the engine keeps no timers, and takes it so callers need not change
-  // when one is added.
+  // message is counted in counters() (see PsCounters). `now` stamps the
+  // slot's live generation and drives the orphan scan; it must not go
+  // backwards by more than the orphan timeout.
   void OnGradient(const wire::AtpMessage& message, TimePoint now, protocol::MessageSink& sink);
+
+  // ScanOrphans: visits the next `budget` slots (a cursor wraps around every
+  // job's slots; at most one full pass per call) and releases each live
+  // generation untouched for longer than PsConfig::orphan_timeout. Returns how
+  // many it released. Costs nothing when no slot is live. Call it from the
+  // owner's idle loop: with no traffic, OnGradient's own scan step does not run.
+  size_t ScanOrphans(TimePoint now, size_t budget);
+
+  // OrphanScanBudget: the budget that makes ScanOrphans, called once every
+  // `interval`, visit every slot within a quarter of the orphan timeout (so an
+  // orphan is released at most orphan_timeout * 5 / 4 + interval after its
+  // last message). At least 1.
+  size_t OrphanScanBudget(TimeDelta interval) const;
 
   const PsCounters& counters() const { return counters_; }
 
   // fp_buffers_in_use: float-path buffers held by seqs still on that path; 0
   // once they complete (the memory the engine holds beyond its idle size).
   size_t fp_buffers_in_use() const { return fp_pool_.in_use(); }
+
+  // live_slots: slots whose live generation holds state (integer sums or
+  // float rows); 0 once every started seq completed or was released.
+  size_t live_slots() const { return live_slots_; }
+  // total_slots: every slot of every job this engine serves.
+  size_t total_slots() const { return touched_.size(); }
 
   uint32_t slots() const { return slots_; }
 
@@ -119,6 +155,15 @@ class PsEngine {
   // slot for its next generation and sends the packet.
   void Complete(JobState& job, size_t index, uint32_t seq, protocol::MessageSink& sink);
 
+  // ResetLive: the live generation back to idle, its float buffer (if any)
+  // returned to the pool. Keeps completed_position and the stored packet.
+  void ResetLive(SlotState& slot);
+  // ReleaseOrphan: ResetLive for an orphan, counted; `flat` indexes touched_.
+  void ReleaseOrphan(size_t flat);
+  bool IsOrphan(TimePoint touched, TimePoint now) const {
+    return !touched.IsInfinite() && now - touched > config_.orphan_timeout;
+  }
+
   PsConfig config_;
   uint32_t slots_;
   uint32_t slot_mask_;
@@ -126,6 +171,13 @@ class PsEngine {
   std::vector<JobState> jobs_;
   FpBufferPool fp_pool_;
   PsCounters counters_;
+  // Orphan tracking, dense so that the scan streams: touched_[job index *
+  // slots_per_job_ + slot index] is the last message time of that slot's live
+  // generation, or TimePoint::Infinite() while it is idle.
+  size_t slots_per_job_ = 0;
+  std::vector<TimePoint> touched_;
+  size_t live_slots_ = 0;
+  size_t scan_cursor_ = 0;
 };
 
 }  // namespace atp::ps

@@ -245,6 +245,10 @@ absl::Status ParameterServerOptions::Validate(std::string_view field) const {
   }
   if (absl::Status s = CheckBasePort(field, base_port); !s.ok()) return s;
   if (absl::Status s = polling.Validate(absl::StrCat(Sv(field), ".polling")); !s.ok()) return s;
+  if (orphan_timeout <= absl::ZeroDuration()) {
+    return FieldError(field, "orphan_timeout",
+                      absl::StrCat("must be positive, got ", absl::FormatDuration(orphan_timeout)));
+  }
   return CheckBurst(field, max_burst);
 }
 

@@ -38,6 +38,7 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.fp_completed += s.fp_completed;
   total.collisions_rehashed += s.collisions_rehashed;
   total.overflow_requests += s.overflow_requests;
+  total.orphans_released += s.orphans_released;
 }
 
 }  // namespace
@@ -144,6 +145,17 @@ class EmbeddedParameterServerImpl {
     return error;
   }
 
+  size_t ReleaseOrphans() {
+    const TimePoint now = runtime::MonotonicNow();
+    size_t released = 0;
+    for (const auto& shard : shards_) {
+      std::lock_guard<std::mutex> lock(shard->mu);
+      const ps::PsEngine& engine = shard->engine->engine();
+      released += shard->engine->ScanOrphans(now, engine.total_slots());
+    }
+    return released;
+  }
+
   ParameterServerStats stats() const {
     ParameterServerStats total;
     total.decode_errors = decode_errors_.load(std::memory_order_relaxed);
@@ -233,6 +245,8 @@ wire::DecodeError EmbeddedParameterServer::HandleMessage(std::span<const uint8_t
                                                          FrameSink& sink) {
   return impl_->HandleMessage(message, sink);
 }
+
+size_t EmbeddedParameterServer::ReleaseOrphans() { return impl_->ReleaseOrphans(); }
 
 ParameterServerStats EmbeddedParameterServer::stats() const { return impl_->stats(); }
 

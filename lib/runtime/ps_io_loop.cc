@@ -9,6 +9,8 @@ namespace atp::runtime {
 namespace {
 
 constexpr TimeDelta kPublishInterval = TimeDelta::FromMilliseconds(1);
+// kOrphanScanInterval: the orphan scan runs at most this often.
+constexpr TimeDelta kOrphanScanInterval = TimeDelta::FromMilliseconds(1);
 
 }  // namespace
 
@@ -60,9 +62,18 @@ StepResult PsIoLoop::Step(TimePoint now) {
     if (held_[i] > 0) result.deadline = now + TimeDelta::FromMicroseconds(50);
   }
   current_ = nullptr;
+  // Free what dead or aborted jobs left behind (nearly free when nothing is
+  // partially aggregated). Not "work": the thread may go on backing off.
+  bool released = false;
+  const TimeDelta since_scan = now - last_orphan_scan_;
+  if (since_scan >= kOrphanScanInterval) {
+    released = shard_->ScanOrphans(now, shard_->engine().OrphanScanBudget(since_scan)) > 0;
+    last_orphan_scan_ = now;
+  }
   // Publish after every step that did work (a copy of a few counters under an
-  // uncontended lock, once per burst), and now and then when idle.
-  if (result.did_work || now >= next_publish_) {
+  // uncontended lock, once per burst) or released orphans, and now and then
+  // when idle.
+  if (result.did_work || released || now >= next_publish_) {
     Publish();
     next_publish_ = now + kPublishInterval;
   }

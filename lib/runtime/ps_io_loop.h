@@ -7,6 +7,12 @@
 // transport has no room for a frame after a flush and a retry, the frame is
 // dropped and counted (tx_dropped): workers resend, and the PS answers a
 // resend of a completed fragment with its stored parameter packet.
+//
+// Orphans: about once per millisecond of `now` (busy or idle: the polling
+// thread calls Step at least every PollingOptions::max_sleep), Step runs the
+// engine's orphan scan with a budget sized to the time since the last scan, so
+// every slot is visited within a quarter of the orphan timeout whatever the
+// polling cadence (ATP-SPEC invariant 5).
 #ifndef ATP_LIB_RUNTIME_PS_IO_LOOP_H_
 #define ATP_LIB_RUNTIME_PS_IO_LOOP_H_
 
@@ -60,6 +66,7 @@ class PsIoLoop final : private FrameSink {
   wire::AtpMessage rx_message_;
   TimePoint now_;
   TimePoint next_publish_;
+  TimePoint last_orphan_scan_;
 
   uint64_t frames_received_ = 0;
   uint64_t decode_errors_ = 0;

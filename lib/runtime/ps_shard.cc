@@ -66,6 +66,7 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.fp_completed += c.fp_completed;
   stats.collisions_rehashed += c.collisions_rehashed;
   stats.overflow_requests += c.overflow_requests;
+  stats.orphans_released += c.orphans_released;
 }
 
 }  // namespace atp::runtime

@@ -41,6 +41,10 @@ class PsShard {
   // before it returns.
   void OnMessage(const wire::AtpMessage& message, TimePoint now, FrameSink& sink);
 
+  // ScanOrphans: the engine's orphan scan (ps::PsEngine::ScanOrphans): frees
+  // partial state untouched for longer than the orphan timeout. Sends nothing.
+  size_t ScanOrphans(TimePoint now, size_t budget) { return engine_.ScanOrphans(now, budget); }
+
   // AddTo: adds the engine's counters and frames_sent to `stats`.
   void AddTo(ParameterServerStats& stats) const;
 

@@ -39,6 +39,7 @@ ps::PsConfig ToPsConfig(const ParameterServerOptions& options, uint32_t shard) {
   config.slots = options.slots;
   config.shard_count = options.server_count * options.io_threads;
   config.shard_index = options.server_index + options.server_count * shard;
+  config.orphan_timeout = ToTimeDelta(options.orphan_timeout);
   return config;
 }
 

@@ -4,6 +4,10 @@
 // A gradient that arrives with IPv4 CE (marked by a switch that does not
 // speak ATP) is handed over with the ATP `ecn` flag set, so congestion seen
 // anywhere on the way up reaches every worker in the parameter packet.
+// While the engine holds partial state it also scans for orphans (state of
+// dead or aborted jobs, PsConfig::orphan_timeout) every quarter of the orphan
+// timeout, as the runtime PS's idle loop does, so that it is freed even when
+// no more frames arrive.
 #ifndef ATP_LIB_SIM_PS_NODE_H_
 #define ATP_LIB_SIM_PS_NODE_H_
 
@@ -16,6 +20,7 @@
 #include "lib/protocol/message_sink.h"
 #include "lib/ps/ps_engine.h"
 #include "lib/sim/node.h"
+#include "lib/sim/simulator.h"
 
 namespace atp::sim {
 
@@ -24,21 +29,25 @@ struct PsNodeCounters {
   uint64_t decode_errors = 0;    // frames DecodeFrame rejected
   uint64_t frames_sent = 0;      // parameter packets and overflow requests
   uint64_t ce_to_ecn = 0;        // gradients whose CE mark became the `ecn` flag
+  uint64_t orphan_scans = 0;     // idle orphan scans run
 };
 
-class PsNode : public Node {
+class PsNode : public Node, public Actor {
  public:
   // Create: builds the engine from `config` (the jobs it serves). Parameter
-  // packets of job j go to GroupIp(j). `pool` outlives the node.
-  static absl::StatusOr<std::unique_ptr<PsNode>> Create(std::string name, PacketPool* pool,
-                                                        ps::PsConfig config, uint32_t ip,
-                                                        uint16_t base_port);
+  // packets of job j go to GroupIp(j). `sim` and `pool` outlive the node.
+  static absl::StatusOr<std::unique_ptr<PsNode>> Create(std::string name, Simulator* sim,
+                                                        PacketPool* pool, ps::PsConfig config,
+                                                        uint32_t ip, uint16_t base_port);
+  ~PsNode() override;
 
   const ps::PsEngine& engine() const { return engine_; }
   const PsNodeCounters& counters() const { return counters_; }
   uint32_t ip() const { return ip_; }
 
   void Receive(PacketPtr packet, int port, TimePoint now) override;
+  // Act: the periodic orphan scan (a full pass).
+  void Act(TimePoint now) override;
 
  private:
   // Sink: encodes the engine's messages into frames on the NIC.
@@ -51,12 +60,16 @@ class PsNode : public Node {
     PsNode* node_;
   };
 
-  PsNode(std::string name, PacketPool* pool, ps::PsEngine engine, uint32_t ip, uint16_t base_port);
+  PsNode(std::string name, Simulator* sim, PacketPool* pool, ps::PsEngine engine,
+         TimeDelta scan_period, uint32_t ip, uint16_t base_port);
+  void MaybeScheduleScan(TimePoint now);
 
+  Simulator* sim_;
   PacketPool* pool_;
   ps::PsEngine engine_;
   uint32_t ip_;
   uint16_t base_port_;
+  TimeDelta scan_period_;
   Sink sink_{this};
   wire::FrameFields tx_fields_;
   wire::FrameFields rx_fields_;

@@ -172,9 +172,15 @@ absl::StatusOr<std::unique_ptr<Network>> BuildNetwork(const TopologyConfig& conf
     ps::PsConfig ps_config;
     ps_config.jobs.push_back(shape);
     ps_config.slots = config.worker.slots;
-    ATP_ASSIGN_OR_RETURN(std::unique_ptr<PsNode> ps,
-                         PsNode::Create(absl::StrCat("ps", +shape.job), &net->pool(),
-                                        std::move(ps_config), ps_ip, config.base_port));
+    ps_config.orphan_timeout = config.ps_orphan_timeout > TimeDelta::Zero()
+                                   ? config.ps_orphan_timeout
+                                   : config.worker.max_rto.IsInfinite()
+                                         ? TimeDelta::Infinite()
+                                         : config.worker.max_rto * 2;
+    ATP_ASSIGN_OR_RETURN(
+        std::unique_ptr<PsNode> ps,
+        PsNode::Create(absl::StrCat("ps", +shape.job), &net->sim(), &net->pool(),
+                       std::move(ps_config), ps_ip, config.base_port));
     AtpSwitchNode* ps_tor = net->tor(plan.ps_rack);
     const int ps_port = net->Connect(ps.get(), ps_tor, config.host_link, LinkKind::kPsToTor,
                                      config.host_link, LinkKind::kTorToPs)

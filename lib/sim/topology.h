@@ -78,6 +78,10 @@ struct TopologyConfig {
                          .propagation_delay = TimeDelta::FromMicroseconds(1),
                          .queue_capacity_packets = 8192};
   SwitchSettings switches;
+  // ps_orphan_timeout: every PS engine's PsConfig::orphan_timeout (partial
+  // state untouched this long is released); zero: twice worker.max_rto, so
+  // that a live worker's resends (at least one per max_rto) keep its state.
+  TimeDelta ps_orphan_timeout;
   // worker: every worker queue engine's configuration; shape, rack,
   // worker_in_rack and queue are filled in per engine.
   worker::WorkerQueueConfig worker;

@@ -1,11 +1,42 @@
 // Uses only installed public headers: quantizes a fragment, frames it, decodes
-// it back, and checks the values survived.
+// it back, and checks the values survived; validates transport options (kernel
+// UDP, and DPDK when libatp was built with it), which links the transport
+// libraries without opening a device.
 #include <array>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "atp/config.h"
 #include "atp/quantize.h"
+#include "atp/transport/kernel_udp.h"
 #include "atp/wire.h"
+#if ATP_HAVE_DPDK
+#include "atp/transport/dpdk.h"
+#endif
+
+namespace {
+
+bool TransportOptionsWork() {
+  atp::transport::KernelUdpOptions kernel;
+  const atp::wire::Ipv4Address ip = *atp::wire::Ipv4Address::Parse("127.0.0.1");
+  kernel.address = {ip, atp::transport::DefaultMacFor(ip)};
+  kernel.bind = {ip, 0};
+  kernel.encapsulation = atp::transport::KernelUdpEncapsulation::kWholeFrame;
+  kernel.gateway = atp::transport::SocketAddress{ip, 47000};
+  if (!kernel.Validate().ok()) return false;
+  kernel.encapsulation = atp::transport::KernelUdpEncapsulation::kAtpMessage;
+  if (kernel.Validate().ok()) return false;  // a gateway needs kWholeFrame
+#if ATP_HAVE_DPDK
+  atp::transport::DpdkEalOptions eal;
+  if (!eal.Validate().ok()) return false;
+  const std::vector<std::string> args = eal.ToArgs();
+  if (args.empty()) return false;
+#endif
+  return true;
+}
+
+}  // namespace
 
 int main() {
   std::array<float, atp::wire::kValuesPerFragment> gradient{};
@@ -32,6 +63,7 @@ int main() {
       decoded_payload != payload) {
     return 1;
   }
+  if (!TransportOptionsWork()) return 1;
   std::printf("libatp %d.%d.%d consumer: ok (DPDK %d, mlx5 %d)\n", ATP_VERSION_MAJOR,
               ATP_VERSION_MINOR, ATP_VERSION_PATCH, ATP_HAVE_DPDK, ATP_HAVE_MLX5);
   return 0;

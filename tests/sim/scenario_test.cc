@@ -299,6 +299,95 @@ TEST(ScenarioTest, DeadWorkerLeaksNoAggregatorAndLeavesOtherJobsExact) {
   EXPECT_EQ(result.jobs[1].aggregators_in_use_at_end, 0u);
 }
 
+// A worker dies mid-job while every fragment is on the float path (the PS
+// holds float32 rows and pool buffers), and later the job is aborted (its
+// other workers stop too). While the live workers resend, the PS keeps the
+// state they wait for; once traffic stops it releases every partial fragment
+// within its orphan timeout (plus one scan period), and PS memory goes back
+// to its idle size (ATP-SPEC invariant 5). The other job, on the float path
+// too, finishes exact and never loses state.
+TEST(ScenarioTest, DeadWorkerOnTheFloatPathLeavesNoPsStateOnceItsJobStops) {
+  ExperimentConfig config;
+  config.topology.worker_racks = 2;
+  config.topology.jobs.push_back(JobPlacement{.job = 1, .workers_per_rack = {2, 2}});
+  config.topology.jobs.push_back(JobPlacement{.job = 2, .workers_per_rack = {2, 2}});
+  config.topology.switches.orphan_timeout = TimeDelta::FromMilliseconds(2);
+  config.workload.values = 62 * 4000;
+  config.workload.iterations = 2;
+  config.workload.overflow_every = 1;
+  // The PS default: twice the workers' max RTO (100 ms in the simulator).
+  const TimeDelta ps_timeout = config.topology.worker.max_rto * 2;
+  const TimeDelta scan_period = ps_timeout / 4;
+  const TimePoint kill = TimePoint::FromNanoseconds(20'000);
+  const TimePoint abort = TimePoint::Zero() + TimeDelta::FromMilliseconds(30);
+  config.settle_time = TimeDelta::FromMilliseconds(400);
+  auto experiment = Make(config);
+  ASSERT_NE(experiment, nullptr);
+  const PsNode& ps = *experiment->network().job(0).ps;
+  const PsNode& other_ps = *experiment->network().job(1).ps;
+
+  size_t fp_at_kill = 0;
+  experiment->At(kill, [&] { fp_at_kill = ps.engine().fp_buffers_in_use(); });
+  experiment->KillWorker(/*job=*/0, /*worker=*/1, kill);
+  // The job is aborted: its remaining workers stop (directly, not through
+  // KillWorker, which would end the run's settling early).
+  experiment->At(abort, [&] {
+    for (WorkerNode* w : experiment->network().job(0).workers) w->Kill();
+  });
+  size_t live_at_abort = 0;
+  uint64_t released_at_abort = 0;
+  experiment->At(abort + TimeDelta::FromNanoseconds(1), [&] {
+    live_at_abort = ps.engine().live_slots();
+    released_at_abort = ps.engine().counters().orphans_released;
+  });
+  // Just before the timeout (after the last frames in flight landed).
+  size_t live_before_timeout = 0;
+  size_t fp_before_timeout = 0;
+  uint64_t released_before_timeout = 0;
+  experiment->At(abort + ps_timeout - TimeDelta::FromMilliseconds(1), [&] {
+    live_before_timeout = ps.engine().live_slots();
+    fp_before_timeout = ps.engine().fp_buffers_in_use();
+    released_before_timeout = ps.engine().counters().orphans_released;
+  });
+  // Within the timeout plus one scan period after traffic stopped.
+  size_t live_after_timeout = 1;
+  size_t fp_after_timeout = 1;
+  experiment->At(abort + ps_timeout + scan_period + TimeDelta::FromMilliseconds(1), [&] {
+    live_after_timeout = ps.engine().live_slots();
+    fp_after_timeout = ps.engine().fp_buffers_in_use();
+  });
+
+  const ExperimentResult result = experiment->Run();
+  ASSERT_EQ(result.jobs.size(), 2u);
+  EXPECT_FALSE(result.jobs[0].completed);
+  EXPECT_TRUE(result.jobs[1].completed);
+  EXPECT_TRUE(result.jobs[1].exact) << result.jobs[1].first_error;
+  EXPECT_GT(result.jobs[1].overflows, 0u);
+
+  EXPECT_GT(fp_at_kill, 0u) << "the worker must die with float rows held at the PS";
+  // While the live workers resent (30 ms < the timeout), nothing was released
+  // and the state they wait for was still there.
+  EXPECT_EQ(released_at_abort, 0u);
+  EXPECT_GT(live_at_abort, 0u);
+  // No release before the timeout...
+  EXPECT_EQ(released_before_timeout, 0u);
+  EXPECT_GE(live_before_timeout, live_at_abort);
+  EXPECT_GT(fp_before_timeout, 0u);
+  // ...everything within it (plus a scan period), memory at its idle size.
+  EXPECT_EQ(live_after_timeout, 0u);
+  EXPECT_EQ(fp_after_timeout, 0u);
+  EXPECT_EQ(ps.engine().live_slots(), 0u);
+  EXPECT_EQ(ps.engine().fp_buffers_in_use(), 0u);
+  EXPECT_EQ(ps.engine().counters().orphans_released, live_before_timeout);
+  EXPECT_EQ(result.jobs[0].aggregators_in_use_at_end, 0u);
+
+  // The live job's PS never released anything and is idle.
+  EXPECT_EQ(other_ps.engine().counters().orphans_released, 0u);
+  EXPECT_EQ(other_ps.engine().live_slots(), 0u);
+  EXPECT_EQ(other_ps.engine().fp_buffers_in_use(), 0u);
+  EXPECT_EQ(result.jobs[1].aggregators_in_use_at_end, 0u);
+}
+
 // With small switch buffers, the first window of a 32-rack incast overflows
 // the core's port toward the PS and every worker times out. Resends are never
 // aggregated (ATP-SPEC section 4, rule 4), so if each worker resent its whole

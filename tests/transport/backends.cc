@@ -42,9 +42,13 @@ class LoopbackHarness final : public BackendHarness {
 
 class KernelUdpHarness final : public BackendHarness {
  public:
+  explicit KernelUdpHarness(KernelUdpEncapsulation encapsulation)
+      : encapsulation_(encapsulation) {}
+
   absl::StatusOr<DevicePair> Open(const DeviceOptions& options) override {
     KernelUdpOptions kernel;
     kernel.device = options;
+    kernel.encapsulation = encapsulation_;
     kernel.bind = SocketAddress{Ip("127.0.0.1"), 0};  // ephemeral ports: tests run in parallel
     kernel.address = HarnessAddressA();
     absl::StatusOr<std::unique_ptr<KernelUdpDevice>> a = OpenKernelUdpDevice(kernel);
@@ -63,9 +67,10 @@ class KernelUdpHarness final : public BackendHarness {
            "(counted as rx_dropped through SO_RXQ_OVFL; see KernelUdpDevice.ReceiveOverflowIsCountedAsDropped)";
   }
 
-  // InjectMalformed: alternately a 100-byte datagram from a known-looking
-  // address (wrong size) and a whole 264-byte message from a socket no node
-  // owns (unknown sender).
+  // InjectMalformed: alternately a 100-byte datagram (wrong size) and a
+  // datagram of the right size that is not acceptable: with kAtpMessage a
+  // whole 264-byte message from a socket no node owns (unknown sender); with
+  // kWholeFrame 306 zero bytes (not IPv4).
   absl::Status InjectMalformed(DevicePair& pair, uint32_t queue, int count) override {
     auto& b = static_cast<KernelUdpDevice&>(*pair.b);
     const SocketAddress target = b.self().queue_sockets.at(queue);
@@ -75,9 +80,12 @@ class KernelUdpHarness final : public BackendHarness {
     to.sin_family = AF_INET;
     to.sin_port = htons(target.port);
     to.sin_addr.s_addr = htonl(target.ip.value);
-    uint8_t bytes[wire::kMessageBytes] = {};
+    uint8_t bytes[wire::kFrameBytes] = {};
+    const size_t right_size = encapsulation_ == KernelUdpEncapsulation::kWholeFrame
+                                  ? wire::kFrameBytes
+                                  : wire::kMessageBytes;
     for (int i = 0; i < count; ++i) {
-      const size_t size = i % 2 == 0 ? 100 : wire::kMessageBytes;
+      const size_t size = i % 2 == 0 ? 100 : right_size;
       if (::sendto(fd, bytes, size, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)) !=
           static_cast<ssize_t>(size)) {
         ::close(fd);
@@ -87,6 +95,9 @@ class KernelUdpHarness final : public BackendHarness {
     ::close(fd);
     return absl::OkStatus();
   }
+
+ private:
+  const KernelUdpEncapsulation encapsulation_;
 };
 
 }  // namespace
@@ -95,14 +106,19 @@ DeviceAddress HarnessAddressA() { return DeviceAddress{Ip("10.0.0.1"), DefaultMa
 DeviceAddress HarnessAddressB() { return DeviceAddress{Ip("10.0.0.2"), DefaultMacFor(Ip("10.0.0.2"))}; }
 
 std::vector<std::string> BackendNames() {
-  std::vector<std::string> names = {"loopback", "kernel_udp"};
+  std::vector<std::string> names = {"loopback", "kernel_udp", "kernel_udp_whole_frame"};
   // DPDK and mlx5 harnesses join here under #if ATP_HAVE_DPDK / ATP_HAVE_MLX5.
   return names;
 }
 
 std::unique_ptr<BackendHarness> MakeHarness(std::string_view name) {
   if (name == "loopback") return std::make_unique<LoopbackHarness>();
-  if (name == "kernel_udp") return std::make_unique<KernelUdpHarness>();
+  if (name == "kernel_udp") {
+    return std::make_unique<KernelUdpHarness>(KernelUdpEncapsulation::kAtpMessage);
+  }
+  if (name == "kernel_udp_whole_frame") {
+    return std::make_unique<KernelUdpHarness>(KernelUdpEncapsulation::kWholeFrame);
+  }
   return nullptr;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "atp/transport/kernel_udp.h"
+#include "atp/transport/segmentation.h"
 #include "gtest/gtest.h"
 #include "tests/transport/transport_test_util.h"
 #include "transport/kernel/node_table.h"
@@ -108,6 +109,36 @@ TEST(KernelUdpOptions, ValidateNamesTheBadField) {
   EXPECT_EQ(OpenKernelUdpDevice(bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(KernelUdpOptions, AGatewayNeedsWholeFramesAndAPortRange) {
+  KernelUdpOptions options = Options("10.0.0.1");
+  options.encapsulation = KernelUdpEncapsulation::kWholeFrame;
+  EXPECT_TRUE(options.Validate().ok()) << "kWholeFrame without a gateway";
+  options.gateway = SocketAddress{Ip("127.0.0.1"), 47000};
+  EXPECT_TRUE(options.Validate().ok());
+
+  KernelUdpOptions bad = options;
+  bad.encapsulation = KernelUdpEncapsulation::kAtpMessage;
+  absl::Status status = bad.Validate();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("gateway"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("kWholeFrame"), std::string::npos) << status;
+  EXPECT_EQ(OpenKernelUdpDevice(bad).status().code(), absl::StatusCode::kInvalidArgument);
+
+  bad = options;
+  bad.gateway->port = 65530;  // queue 15 would be at 65545
+  status = bad.Validate();
+  EXPECT_NE(status.message().find("gateway.port"), std::string::npos) << status;
+  bad = options;
+  bad.gateway->port = 0;
+  EXPECT_NE(bad.Validate().message().find("gateway"), std::string::npos);
+  bad = options;
+  bad.gateway->ip = wire::Ipv4Address{};
+  EXPECT_NE(bad.Validate().message().find("gateway"), std::string::npos);
+
+  EXPECT_EQ(KernelUdpEncapsulationName(KernelUdpEncapsulation::kAtpMessage), "atp_message");
+  EXPECT_EQ(KernelUdpEncapsulationName(KernelUdpEncapsulation::kWholeFrame), "whole_frame");
+}
+
 TEST(KernelUdpDevice, OpeningAPortInUseFailsSayingSo) {
   auto first = Open(Options("10.0.0.1", 2));
   ASSERT_NE(first, nullptr);
@@ -159,15 +190,18 @@ TEST(KernelUdpDevice, AskingForAnOffloadTheKernelHasSucceeds) {
   EXPECT_GE((*device)->queue(0).wait_fd(), 0);
 }
 
-// Runs the same exchange with each combination of offloads: the frames that
-// arrive do not depend on them.
-class KernelUdpOffloads : public ::testing::TestWithParam<std::tuple<Offload, Offload>> {};
+// Runs the same exchange with each combination of offloads and both
+// encapsulations: the frames that arrive do not depend on them.
+class KernelUdpOffloads
+    : public ::testing::TestWithParam<std::tuple<Offload, Offload, KernelUdpEncapsulation>> {};
 
 TEST_P(KernelUdpOffloads, FramesArriveTheSameWithOrWithoutGsoAndGro) {
   KernelUdpOptions options_a = Options("10.0.0.1");
   options_a.gso = std::get<0>(GetParam());
+  options_a.encapsulation = std::get<2>(GetParam());
   KernelUdpOptions options_b = Options("10.0.0.2");
   options_b.gro = std::get<1>(GetParam());
+  options_b.encapsulation = std::get<2>(GetParam());
   auto a = Open(options_a);
   auto b = Open(options_b);
   ASSERT_TRUE(a && b);
@@ -189,9 +223,12 @@ TEST_P(KernelUdpOffloads, FramesArriveTheSameWithOrWithoutGsoAndGro) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCombinations, KernelUdpOffloads,
-                         ::testing::Combine(::testing::Values(Offload::kAuto, Offload::kOff),
-                                            ::testing::Values(Offload::kAuto, Offload::kOff)));
+INSTANTIATE_TEST_SUITE_P(
+    AllCombinations, KernelUdpOffloads,
+    ::testing::Combine(::testing::Values(Offload::kAuto, Offload::kOff),
+                       ::testing::Values(Offload::kAuto, Offload::kOff),
+                       ::testing::Values(KernelUdpEncapsulation::kAtpMessage,
+                                         KernelUdpEncapsulation::kWholeFrame)));
 
 TEST(KernelUdpDevice, ANodeCanSendToItself) {
   auto a = Open(Options("10.0.0.1", 2));
@@ -276,6 +313,253 @@ TEST(KernelUdpDevice, StrangersAndWrongSizesAreCountedAsBad) {
       << "empty, short, unknown sender, long: each one bad datagram";
   EXPECT_EQ(rx.total(), 0u);
   EXPECT_TRUE(PoolsAreFull(*b));
+}
+
+// ---- kWholeFrame: the overlay ----
+
+KernelUdpOptions WholeFrameOptions(const char* node, uint32_t queues = 1) {
+  KernelUdpOptions options = Options(node, queues);
+  options.encapsulation = KernelUdpEncapsulation::kWholeFrame;
+  return options;
+}
+
+// SendDatagrams: each of `datagrams` as one UDP datagram from a fresh socket
+// (no node owns it) to `to`, with the IPv4 TOS byte `tos`.
+void SendDatagrams(const SocketAddress& to, const std::vector<std::vector<uint8_t>>& datagrams,
+                   int tos = wire::kTosEct0) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)), 0);
+  const sockaddr_in address = internal::ToSockaddr(to);
+  for (const std::vector<uint8_t>& datagram : datagrams) {
+    ASSERT_EQ(::sendto(fd, datagram.data(), datagram.size(), 0,
+                       reinterpret_cast<const sockaddr*>(&address), sizeof(address)),
+              static_cast<ssize_t>(datagram.size()));
+  }
+  ::close(fd);
+}
+
+std::vector<uint8_t> Bytes(const FrameBytes& frame) { return {frame.begin(), frame.end()}; }
+
+TEST(KernelUdpWholeFrame, DeclaresItsEncapsulation) {
+  auto message = Open(Options("10.0.0.1"));
+  auto whole = Open(WholeFrameOptions("10.0.0.2"));
+  ASSERT_TRUE(message && whole);
+  EXPECT_EQ(message->encapsulation(), KernelUdpEncapsulation::kAtpMessage);
+  EXPECT_EQ(whole->encapsulation(), KernelUdpEncapsulation::kWholeFrame);
+  EXPECT_EQ(whole->queue(0).capabilities().mtu, kFrameBytes);
+}
+
+TEST(KernelUdpWholeFrame, StrangersGoToTheGatewayOnTheQueueTheirPortNames) {
+  // `gw` stands for a switch process (a ToR): a kWholeFrame device with 4
+  // queues at a known port range (the gateway's queue i is at port + i).
+  std::unique_ptr<KernelUdpDevice> gw;
+  uint16_t base = 0;
+  for (int attempt = 0; attempt < 20 && gw == nullptr; ++attempt) {
+    base = Open(Options("10.255.0.9"))->self().queue_sockets[0].port;  // a free port, released
+    KernelUdpOptions gw_options = WholeFrameOptions("10.255.0.1", 4);
+    gw_options.bind.port = base;
+    auto opened = OpenKernelUdpDevice(gw_options);
+    if (opened.ok()) gw = *std::move(opened);
+  }
+  ASSERT_NE(gw, nullptr) << "no free range of 4 ports";
+  auto b = Open(WholeFrameOptions("10.0.0.2", 2));
+  ASSERT_NE(b, nullptr);
+  KernelUdpOptions options_a = WholeFrameOptions("10.0.0.1", 2);
+  options_a.gateway = SocketAddress{Ip("127.0.0.1"), base};
+  auto a = Open(options_a);
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(a->AddPeer(b->self()).ok());
+
+  const DeviceAddress stranger = Node("10.1.1.1");                   // another rack
+  const DeviceAddress group{Ip("239.1.0.1"), DefaultMacFor(Ip("239.1.0.1"))};  // multicast
+  const FrameBytes to_b = MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(1, 1), 1});
+  const FrameBytes to_stranger =
+      MakeFrame(a->address(), stranger, FrameSpec{wire::MakeSeq(3, 2), 2});
+  const FrameBytes to_group = MakeFrame(a->address(), group, FrameSpec{wire::MakeSeq(0, 3), 3});
+  const FrameBytes to_b_queue_5 =
+      MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(5, 4), 4});  // B has 2
+  Collector at_gw(*gw);
+  Collector at_b(*b);
+  ASSERT_EQ(SendAll(a->queue(0), {to_b, to_stranger, to_group, to_b_queue_5}, nullptr), 4u);
+  ASSERT_TRUE(at_gw.PollUntil(2));
+  ASSERT_TRUE(at_b.PollUntil(1));
+  at_gw.Settle();
+  at_b.Settle();
+  ASSERT_EQ(at_b.on_queue(1).size(), 1u);
+  EXPECT_EQ(at_b.on_queue(1)[0], to_b) << "a peer is reached directly";
+  ASSERT_EQ(at_gw.on_queue(3).size(), 1u);
+  EXPECT_EQ(at_gw.on_queue(3)[0], to_stranger) << "byte for byte: the real destination kept";
+  ASSERT_EQ(at_gw.on_queue(0).size(), 1u);
+  EXPECT_EQ(at_gw.on_queue(0)[0], to_group);
+  EXPECT_EQ(at_gw.total(), 2u);
+  EXPECT_EQ(a->queue(0).stats().tx_unroutable, 1u) << "a peer's missing queue is not the gateway's";
+  EXPECT_EQ(a->queue(0).stats().tx_frames, 3u);
+
+  // The "switch" forwards what it got by the real destination: it knows B
+  // (and A) as peers; B receives A's frame exactly as A sent it.
+  ASSERT_TRUE(gw->AddPeer(b->self()).ok());
+  const FrameBytes via_gw = MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(0, 9), 9});
+  ASSERT_EQ(SendAll(gw->queue(2), {via_gw}, nullptr), 1u);
+  ASSERT_TRUE(at_b.PollUntil(2));
+  ASSERT_EQ(at_b.on_queue(0).size(), 1u);
+  EXPECT_EQ(at_b.on_queue(0)[0], via_gw) << "source A, not the switch that forwarded it";
+  EXPECT_TRUE(PoolsAreFull(*a));
+  EXPECT_TRUE(PoolsAreFull(*b));
+  EXPECT_TRUE(PoolsAreFull(*gw));
+}
+
+TEST(KernelUdpWholeFrame, WithoutAGatewayStrangersAreUnroutable) {
+  auto a = Open(WholeFrameOptions("10.0.0.1"));
+  ASSERT_NE(a, nullptr);
+  const FrameBytes to_stranger =
+      MakeFrame(a->address(), Node("10.1.1.1"), FrameSpec{wire::MakeSeq(0, 1), 1});
+  ASSERT_EQ(SendAll(a->queue(0), {to_stranger, to_stranger}, nullptr), 2u);
+  EXPECT_EQ(a->queue(0).stats().tx_unroutable, 2u);
+  EXPECT_EQ(a->queue(0).stats().tx_frames, 0u);
+  EXPECT_TRUE(PoolsAreFull(*a));
+}
+
+TEST(KernelUdpWholeFrame, AnAddedPeerIsReachedDirectlyAfterwards) {
+  // A cached "no such node, use the gateway" must not outlive AddPeer.
+  auto gw = Open(WholeFrameOptions("10.255.0.1"));
+  auto b = Open(WholeFrameOptions("10.0.0.2"));
+  ASSERT_TRUE(gw && b);
+  KernelUdpOptions options_a = WholeFrameOptions("10.0.0.1");
+  options_a.gateway = gw->self().queue_sockets[0];
+  auto a = Open(options_a);
+  ASSERT_NE(a, nullptr);
+  const FrameBytes to_b = MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(0, 1), 1});
+  Collector at_gw(*gw);
+  Collector at_b(*b);
+  ASSERT_EQ(SendAll(a->queue(0), {to_b}, nullptr), 1u);
+  ASSERT_TRUE(at_gw.PollUntil(1)) << "B unknown yet: through the gateway";
+  ASSERT_TRUE(a->AddPeer(b->self()).ok());
+  ASSERT_EQ(SendAll(a->queue(0), {to_b}, nullptr), 1u);
+  ASSERT_TRUE(at_b.PollUntil(1));
+  at_gw.Settle();
+  EXPECT_EQ(at_gw.total(), 1u);
+  EXPECT_EQ(at_b.on_queue(0)[0], to_b);
+}
+
+// Arrivals that are not whole ATP frames for the queue, with and without GRO.
+class KernelUdpWholeFrameArrivals : public ::testing::TestWithParam<Offload> {};
+
+TEST_P(KernelUdpWholeFrameArrivals, BadArrivalsAreCountedAndGoodOnesFromAnySenderKept) {
+  KernelUdpOptions options = WholeFrameOptions("10.0.0.2", 2);
+  options.gro = GetParam();
+  auto b = Open(options);
+  ASSERT_NE(b, nullptr);
+  const DeviceAddress from = Node("10.1.1.1");  // no node of B's table: any sender will do
+  const FrameBytes good = MakeFrame(from, b->address(), FrameSpec{wire::MakeSeq(0, 1), 1});
+  const FrameBytes other_queue =
+      MakeFrame(from, b->address(), FrameSpec{wire::MakeSeq(1, 2), 2});  // port of queue 1
+  const FrameBytes beyond = MakeFrame(from, b->address(), FrameSpec{wire::MakeSeq(7, 3), 3});
+  FrameBytes not_ipv4 = good;
+  not_ipv4[12] = 0x86;
+  not_ipv4[13] = 0xDD;
+  FrameBytes not_udp = good;
+  not_udp[wire::kIpv4Offset + 9] = 6;  // TCP
+  FrameBytes ip_options = good;
+  ip_options[wire::kIpv4Offset] = 0x46;
+  std::vector<uint8_t> longer = Bytes(good);
+  longer.push_back(0);
+  std::vector<uint8_t> shorter = Bytes(good);
+  shorter.pop_back();
+  const std::vector<std::vector<uint8_t>> bad = {
+      {},                                    // empty
+      std::vector<uint8_t>(100, 0),          // short
+      std::vector<uint8_t>(wire::kMessageBytes, 0),  // an ATP message: the other encapsulation
+      shorter,
+      longer,
+      Bytes(not_ipv4),
+      Bytes(not_udp),
+      Bytes(ip_options),
+      Bytes(other_queue),                    // steering is the sender's: queue 1's socket
+      Bytes(beyond),                         // port of queue 7: not this device's range
+  };
+  SendDatagrams(b->self().queue_sockets[0], bad);
+  SendDatagrams(b->self().queue_sockets[0], {Bytes(good)});
+  Collector rx(*b);
+  ASSERT_TRUE(rx.PollUntilTrue(
+      [&] { return b->queue(0).stats().rx_bad_frames >= bad.size() && rx.total() >= 1; }));
+  rx.Settle();
+  EXPECT_EQ(b->queue(0).stats().rx_bad_frames, bad.size());
+  ASSERT_EQ(rx.on_queue(0).size(), 1u);
+  EXPECT_EQ(rx.on_queue(0)[0], good) << "kept as received";
+  EXPECT_EQ(rx.on_queue(1).size(), 0u);
+  EXPECT_TRUE(PoolsAreFull(*b));
+}
+
+TEST_P(KernelUdpWholeFrameArrivals, OuterCongestionMarksAnEctInnerFrame) {
+  KernelUdpOptions options = WholeFrameOptions("10.0.0.2");
+  options.gro = GetParam();
+  auto b = Open(options);
+  ASSERT_NE(b, nullptr);
+  const DeviceAddress from = Node("10.1.1.1");
+  const FrameBytes ect = MakeFrame(from, b->address(), FrameSpec{wire::MakeSeq(0, 1), 1});
+  FrameSpec ce_spec{wire::MakeSeq(0, 1), 1};
+  ce_spec.ip_tos = wire::kTosCe;
+  const FrameBytes ce = MakeFrame(from, b->address(), ce_spec);
+  Collector rx(*b);
+  // Outer CE (a queue on the overlay's path marked it): the inner ECT(0)
+  // frame arrives as CE, with a checksum that verifies: byte for byte what
+  // the sender would have built with CE.
+  SendDatagrams(b->self().queue_sockets[0], {Bytes(ect)}, wire::kTosCe);
+  ASSERT_TRUE(rx.PollUntil(1));
+  EXPECT_EQ(rx.on_queue(0)[0], ce);
+  EXPECT_EQ(wire::ValidateFrame(rx.on_queue(0)[0], b->base_port()), wire::DecodeError::kOk);
+  // Outer ECT(0): the inner mark, CE or not, is kept as sent.
+  SendDatagrams(b->self().queue_sockets[0], {Bytes(ce), Bytes(ect)}, wire::kTosEct0);
+  ASSERT_TRUE(rx.PollUntil(3));
+  EXPECT_EQ(rx.on_queue(0)[1], ce);
+  EXPECT_EQ(rx.on_queue(0)[2], ect);
+  // A frame that is not ECN-capable is not marked (RFC 6040 would drop it;
+  // the decoder refuses its TOS anyway).
+  FrameBytes not_ect = ect;
+  not_ect[wire::kIpv4Offset + 1] = 0;
+  SendDatagrams(b->self().queue_sockets[0], {Bytes(not_ect)}, wire::kTosCe);
+  ASSERT_TRUE(rx.PollUntil(4));
+  EXPECT_EQ(rx.on_queue(0)[3], not_ect);
+}
+
+INSTANTIATE_TEST_SUITE_P(GroOnAndOff, KernelUdpWholeFrameArrivals,
+                         ::testing::Values(Offload::kAuto, Offload::kOff),
+                         [](const ::testing::TestParamInfo<Offload>& param) {
+                           return std::string(param.param == Offload::kOff ? "NoGro" : "Gro");
+                         });
+
+TEST(KernelUdpWholeFrame, SegmentationJobsGoOutAsGsoOf306ByteSegments) {
+  KernelUdpOptions options_a = WholeFrameOptions("10.0.0.1");
+  options_a.gso = Offload::kOn;
+  KernelUdpOptions options_b = WholeFrameOptions("10.0.0.2");
+  options_b.gro = Offload::kOn;
+  auto a = Open(options_a);
+  auto b = Open(options_b);
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->AddPeer(b->self()).ok());
+  constexpr size_t kSegments = 200;
+  std::array<uint8_t, wire::kPayloadBytes> payload{};
+  wire::EncodePayload(testing::MakePayload(4), payload);
+  std::vector<const uint8_t*> pointers(kSegments, payload.data());
+  const FrameBytes first =
+      MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(0, 10), 4});
+  SegmentationJob job = SegmentationJob::FromFrame(first, pointers);
+  Collector rx(*b);
+  for (int tries = 0; !job.empty() && tries < 1000; ++tries) {
+    job.Advance(a->queue(0).TxSegmented(job));
+    rx.PollOnce();
+  }
+  ASSERT_TRUE(job.empty());
+  ASSERT_TRUE(rx.PollUntil(kSegments));
+  for (size_t i = 0; i < kSegments; ++i) {
+    EXPECT_EQ(rx.on_queue(0)[i],
+              MakeFrame(a->address(), b->address(),
+                        FrameSpec{wire::MakeSeq(0, 10 + static_cast<uint32_t>(i)), 4}))
+        << "segment " << i;
+  }
+  EXPECT_EQ(a->queue(0).stats().tx_offloaded_segments, kSegments);
+  EXPECT_EQ(b->queue(0).stats().rx_bad_frames, 0u);
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 // The loopback wire: routing, the processor in the middle, threads.
+#include <poll.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -245,6 +249,150 @@ TEST(LoopbackWire, EndpointsOnTheirOwnThreadsExchangeEveryFrameInOrder) {
   EXPECT_TRUE(PoolsAreFull(*a));
   EXPECT_TRUE(PoolsAreFull(*b));
   EXPECT_TRUE(PoolsAreFull(*c));
+}
+
+// Readable: whether `fd` polls readable now.
+bool Readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
+
+TEST(LoopbackWaitFd, ReadableExactlyWhileFramesWait) {
+  auto wire = LoopbackWire::Create({});
+  DeviceOptions two_queues;
+  two_queues.num_queues = 2;
+  auto a = Add(*wire, 1);
+  auto b = Add(*wire, 2, two_queues);
+  ASSERT_TRUE(a && b);
+  const int fd0 = b->queue(0).wait_fd();
+  const int fd1 = b->queue(1).wait_fd();
+  ASSERT_GE(fd0, 0);
+  ASSERT_GE(fd1, 0);
+  EXPECT_NE(fd0, fd1);
+  EXPECT_FALSE(Readable(fd0));
+  EXPECT_FALSE(Readable(fd1));
+
+  std::vector<FrameBytes> frames;
+  for (uint32_t i = 0; i < 40; ++i) {
+    frames.push_back(MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(1, i), i}));
+  }
+  ASSERT_EQ(SendAll(a->queue(0), frames, nullptr), frames.size());
+  EXPECT_FALSE(Readable(fd0)) << "nothing for queue 0";
+  EXPECT_TRUE(Readable(fd1));
+
+  // Partly drained: still readable; drained: not any more.
+  FrameRef rx[16];
+  size_t n = b->queue(1).RxBurst(rx);
+  ASSERT_EQ(n, 16u);
+  ReleaseFrames({rx, n});
+  EXPECT_TRUE(Readable(fd1)) << "24 frames still wait";
+  size_t total = n;
+  while ((n = b->queue(1).RxBurst(rx)) > 0) {
+    total += n;
+    ReleaseFrames({rx, n});
+  }
+  EXPECT_EQ(total, frames.size());
+  EXPECT_FALSE(Readable(fd1)) << "an empty RxBurst lowers it";
+
+  // A new frame raises it again.
+  ASSERT_EQ(SendAll(a->queue(0), {frames[0]}, nullptr), 1u);
+  EXPECT_TRUE(Readable(fd1));
+  Collector rx_b(*b);
+  ASSERT_TRUE(rx_b.PollUntil(1));
+  EXPECT_FALSE(Readable(fd1));
+  EXPECT_TRUE(PoolsAreFull(*b));
+}
+
+class PassThrough final : public FrameProcessor {
+ public:
+  WireDecision Process(std::span<uint8_t, kFrameBytes>, EndpointId, TimePoint,
+                       const LoopbackWire&) override {
+    return WireDecision{WireAction::kRoute, {}};
+  }
+};
+
+TEST(LoopbackWaitFd, FramesThroughAProcessorRaiseItToo) {
+  PassThrough processor;
+  auto wire = LoopbackWire::Create({&processor, {}});
+  auto a = Add(*wire, 1);
+  auto b = Add(*wire, 2);
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(Readable(b->queue(0).wait_fd()));
+  const FrameBytes frame = MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(0, 1)});
+  ASSERT_EQ(SendAll(a->queue(0), {frame}, nullptr), 1u);
+  EXPECT_TRUE(Readable(b->queue(0).wait_fd()));
+  Collector rx(*b);
+  ASSERT_TRUE(rx.PollUntil(1));
+  EXPECT_EQ(rx.on_queue(0)[0], frame);
+  EXPECT_FALSE(Readable(b->queue(0).wait_fd()));
+}
+
+// A receiver that sleeps on wait_fd whenever RxBurst finds nothing, against
+// a sender on another thread sending bursts of random sizes with random
+// pauses: every frame arrives, and no sleep ever has to time out (a lost
+// wakeup would leave the receiver asleep with frames waiting).
+TEST(LoopbackWaitFd, ASleepingReceiverIsAlwaysWokenAndMissesNothing) {
+  auto wire = LoopbackWire::Create({});
+  DeviceOptions device;
+  device.rx_ring_frames = 256;
+  auto a = Add(*wire, 1, device);
+  auto b = Add(*wire, 2, device);
+  ASSERT_TRUE(a && b);
+  constexpr uint32_t kFrames = 20000;
+  constexpr int kSleepMs = 2000;  // far longer than any pause of the sender
+  std::atomic<uint64_t> sleeps{0};
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint32_t> received{0};
+  std::atomic<bool> in_order{true};
+  std::thread receiver([&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    uint32_t next = 0;
+    while (next < kFrames && std::chrono::steady_clock::now() < deadline) {
+      FrameRef rx[32];
+      const size_t n = b->queue(0).RxBurst(rx);
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t seq = (uint32_t{rx[i].data[wire::kAtpOffset + 1]} << 16) |
+                             (uint32_t{rx[i].data[wire::kAtpOffset + 2]} << 8) |
+                             rx[i].data[wire::kAtpOffset + 3];
+        if (wire::PositionOfSeq(seq) != (next & wire::kPositionMask)) in_order = false;
+        ++next;
+      }
+      ReleaseFrames({rx, n});
+      received.store(next);
+      if (n == 0) {
+        pollfd p{b->queue(0).wait_fd(), POLLIN, 0};
+        sleeps.fetch_add(1);
+        if (::poll(&p, 1, kSleepMs) == 0) timeouts.fetch_add(1);
+      }
+    }
+  });
+  std::mt19937 random(20261129);  // deterministic
+  std::vector<FrameBytes> burst;
+  uint32_t sent = 0;
+  while (sent < kFrames) {
+    const uint32_t size = std::min<uint32_t>(1 + random() % 48, kFrames - sent);
+    burst.clear();
+    for (uint32_t i = 0; i < size; ++i) {
+      burst.push_back(MakeFrame(a->address(), b->address(),
+                                FrameSpec{wire::MakeSeq(0, (sent + i) & wire::kPositionMask)}));
+    }
+    ASSERT_EQ(SendAll(a->queue(0), burst, nullptr), size);
+    sent += size;
+    if (random() % 8 == 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(random() % 200));  // a pause, not a sync
+    }
+  }
+  // Whatever the receiver's ring refused waits at the sender: flush it out.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (a->queue(0).Flush() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  receiver.join();
+  EXPECT_EQ(received.load(), kFrames);
+  EXPECT_TRUE(in_order.load());
+  EXPECT_EQ(timeouts.load(), 0u) << "of " << sleeps.load() << " sleeps, some were never woken";
+  EXPECT_GT(sleeps.load(), 0u) << "the receiver did sleep on wait_fd";
+  EXPECT_FALSE(Readable(b->queue(0).wait_fd()));
 }
 
 }  // namespace

@@ -106,6 +106,7 @@ class KernelUdpDeviceImpl final : public KernelUdpDevice {
   Queue& queue(uint32_t index) override { return *queues_[index]; }
   const KernelUdpPeer& self() const override { return self_; }
   absl::Status AddPeer(const KernelUdpPeer& peer) override { return table_.Add(peer); }
+  KernelUdpEncapsulation encapsulation() const override { return options_.encapsulation; }
   bool gso_enabled() const override { return gso_; }
   bool gro_enabled() const override { return gro_; }
 
@@ -147,6 +148,8 @@ class KernelUdpDeviceImpl final : public KernelUdpDevice {
       config.tx_coalescing = options_.tx_coalescing;
       config.max_gso_segments = options_.max_gso_segments;
       config.gro_buffers = options_.gro_buffers;
+      config.encapsulation = options_.encapsulation;
+      config.gateway = options_.gateway;
       absl::StatusOr<std::unique_ptr<KernelUdpQueue>> queue =
           KernelUdpQueue::Create(fds[q], &table_, config);
       if (!queue.ok()) {
@@ -196,11 +199,36 @@ absl::Status KernelUdpOptions::Validate() const {
                                                    ": must be in [1, ",
                                                    KernelUdpQueue::kMaxMessages, "]"));
   }
+  if (gateway.has_value()) {
+    if (encapsulation != KernelUdpEncapsulation::kWholeFrame) {
+      return absl::InvalidArgumentError(
+          "KernelUdpOptions.gateway is set but encapsulation is kAtpMessage: a gateway (a switch "
+          "process routing by the frames' IPv4 destinations) needs kWholeFrame, whose datagrams "
+          "carry the frames' own headers");
+    }
+    if (gateway->ip.value == 0 || gateway->port == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("KernelUdpOptions.gateway = ",
+                                                     gateway->ToString(), ": not an address"));
+    }
+    if (uint32_t{gateway->port} + kMaxQueues - 1 > 0xFFFF) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("KernelUdpOptions.gateway.port = ", gateway->port,
+                       ": the gateway's queue 15 socket (port + 15) exceeds 65535"));
+    }
+  }
   if (socket_buffer_bytes < 4096) {
     return absl::InvalidArgumentError(absl::StrCat("KernelUdpOptions.socket_buffer_bytes = ",
                                                    socket_buffer_bytes, ": must be >= 4096"));
   }
   return absl::OkStatus();
+}
+
+std::string_view KernelUdpEncapsulationName(KernelUdpEncapsulation value) {
+  switch (value) {
+    case KernelUdpEncapsulation::kAtpMessage: return "atp_message";
+    case KernelUdpEncapsulation::kWholeFrame: return "whole_frame";
+  }
+  return "unknown";
 }
 
 absl::StatusOr<std::unique_ptr<KernelUdpDevice>> OpenKernelUdpDevice(

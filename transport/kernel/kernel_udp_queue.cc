@@ -42,6 +42,9 @@ KernelUdpQueue::KernelUdpQueue(int fd, const NodeTable* table, const KernelUdpQu
       table_(table),
       config_(config),
       port_(static_cast<uint16_t>(config.device.base_port + config.index)),
+      whole_frame_(config.encapsulation == KernelUdpEncapsulation::kWholeFrame),
+      datagram_bytes_(whole_frame_ ? kFrameBytes : kMessageBytes),
+      datagram_offset_(whole_frame_ ? 0 : kPrefixBytes),
       rx_pool_(std::move(rx_pool)),
       tx_pool_(std::move(tx_pool)),
       gso_active_(config.gso),
@@ -52,7 +55,13 @@ KernelUdpQueue::KernelUdpQueue(int fd, const NodeTable* table, const KernelUdpQu
       msg_first_(kMaxMessages + 1),
       msg_failed_(kMaxMessages),
       fates_(kMaxSegments),
-      staging_(kMaxSegments * kMessageBytes) {
+      staging_(kMaxSegments * datagram_bytes_) {
+  if (config.gateway.has_value()) {
+    for (uint32_t q = 0; q < kMaxQueues; ++q) {
+      gateway_sockets_.push_back(ToSockaddr(
+          SocketAddress{config.gateway->ip, static_cast<uint16_t>(config.gateway->port + q)}));
+    }
+  }
   if (config.gro) {
     gro_memory_.resize(size_t{config.gro_buffers} * kGroBufferBytes);
     staged_.resize(config.gro_buffers);
@@ -86,11 +95,15 @@ void KernelUdpQueue::FreeFrame(const FrameRef& frame) {
 }
 
 const sockaddr_in* KernelUdpQueue::Resolve(uint32_t dst_ipv4, uint32_t queue) {
-  if (!cached_node_ || cached_ipv4_ != dst_ipv4) {
+  if (cached_ipv4_ != dst_ipv4 || cached_generation_ != table_->generation()) {
     cached_node_ = table_->FindNode(dst_ipv4);
     cached_ipv4_ = dst_ipv4;
+    cached_generation_ = table_->generation();
   }
-  if (!cached_node_) return nullptr;
+  if (!cached_node_) {
+    // queue < kMaxQueues: ClassifyFrame and IsValidSegmentationJob saw to it.
+    return gateway_sockets_.empty() ? nullptr : &gateway_sockets_[queue];
+  }
   const NodeTable::Node& node = table_->node(*cached_node_);
   if (queue >= node.queue_sockets.size()) return nullptr;
   return &node.queue_sockets[queue];

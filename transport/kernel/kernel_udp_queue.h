@@ -1,6 +1,7 @@
 // transport/kernel/kernel_udp_queue.h: one kernel UDP queue: a socket, its
-// sendmmsg/recvmmsg batches and its GRO staging buffers. Private to
-// transport/kernel.
+// sendmmsg/recvmmsg batches and its GRO staging buffers, in either
+// encapsulation (a datagram = the 264-byte ATP message, or the whole 306-byte
+// frame). Private to transport/kernel.
 #ifndef ATP_TRANSPORT_KERNEL_KERNEL_UDP_QUEUE_H_
 #define ATP_TRANSPORT_KERNEL_KERNEL_UDP_QUEUE_H_
 
@@ -32,6 +33,8 @@ struct KernelUdpQueueConfig {
   TxCoalescing tx_coalescing = TxCoalescing::kGsoRuns;
   uint32_t max_gso_segments = 64;
   uint32_t gro_buffers = 8;
+  KernelUdpEncapsulation encapsulation = KernelUdpEncapsulation::kAtpMessage;
+  std::optional<SocketAddress> gateway;  // kWholeFrame: where frames to strangers go
 };
 
 class KernelUdpQueue final : public Queue {
@@ -77,8 +80,9 @@ class KernelUdpQueue final : public Queue {
   KernelUdpQueue(int fd, const NodeTable* table, const KernelUdpQueueConfig& config,
                  std::unique_ptr<HeapFramePool> rx_pool, std::unique_ptr<HeapFramePool> tx_pool);
 
-  // Resolve: the node and queue socket a frame to (dst_ipv4, queue) goes to,
-  // or null when there is none.
+  // Resolve: the node and queue socket a frame to (dst_ipv4, queue) goes to
+  // (the gateway's queue socket for a destination that is no node, when there
+  // is a gateway), or null when there is none.
   const sockaddr_in* Resolve(uint32_t dst_ipv4, uint32_t queue);
   // SetControl: writes message m's control data (GSO segment size when
   // `segments` > 1 and tos when not ECT(0)).
@@ -98,12 +102,26 @@ class KernelUdpQueue final : public Queue {
   // PrefixFor: the 42-byte L2-L4 header of a frame from `from` (valid until
   // the next call), or null for an unknown sender.
   const uint8_t* PrefixFor(const sockaddr_in& from, uint8_t tos);
+  // AcceptWholeFrame: kWholeFrame. Whether `frame` (kFrameBytes) is an ATP
+  // frame for this queue (IPv4 without options, UDP, destination port =
+  // base_port + index); if so, an outer CE mark is copied onto an inner ECT
+  // frame (RFC 6040), its IPv4 checksum updated.
+  bool AcceptWholeFrame(uint8_t* frame, uint8_t outer_tos) const;
+  // IsWholeFrameFor: the same check, without touching the frame.
+  bool IsWholeFrameFor(const uint8_t* frame) const;
   void FreeFrame(const FrameRef& frame);
 
   const int fd_;
   const NodeTable* const table_;
   const KernelUdpQueueConfig config_;
   const uint16_t port_;  // base_port + index: the ports rebuilt frames carry
+  // What a datagram carries: whole_frame_ ? the frame : the message after
+  // the 42-byte prefix; datagram_bytes_ of it, at frame offset
+  // datagram_offset_.
+  const bool whole_frame_;
+  const size_t datagram_bytes_;
+  const size_t datagram_offset_;
+  std::vector<sockaddr_in> gateway_sockets_;  // queue i's socket at the gateway; empty: none
   QueueCapabilities capabilities_;
   std::unique_ptr<HeapFramePool> rx_pool_;
   std::unique_ptr<HeapFramePool> tx_pool_;
@@ -116,7 +134,7 @@ class KernelUdpQueue final : public Queue {
   std::vector<uint32_t> msg_first_;   // TX: first frame of each message
   std::vector<uint8_t> msg_failed_;   // TX: the message hit a hard error (dropped)
   std::vector<Fate> fates_;           // TX: per frame of the chunk
-  std::vector<uint8_t> staging_;      // TX segmentation: kMaxSegments 264-byte messages
+  std::vector<uint8_t> staging_;      // TX segmentation: kMaxSegments datagrams
   // Receive with GRO: datagrams land in gro_buffers buffers of 64 KiB; each
   // 264-byte segment is then copied once into a frame of the RX pool (cheaper
   // than letting the kernel scatter them: 64 small copies per datagram cost it
@@ -126,7 +144,8 @@ class KernelUdpQueue final : public Queue {
     uint32_t bytes = 0;      // the datagram's length
     uint32_t segment = 0;    // GRO segment size (the length when not coalesced)
     uint32_t offset = 0;     // the next segment
-    const uint8_t* prefix = nullptr;  // into prefixes_; null: an unknown sender
+    const uint8_t* prefix = nullptr;  // kAtpMessage: into prefixes_; null: an unknown sender
+    uint8_t tos = 0;                  // the outer TOS as received
   };
   std::vector<uint8_t> gro_memory_;
   std::vector<Staged> staged_;
@@ -136,8 +155,10 @@ class KernelUdpQueue final : public Queue {
   uint64_t socket_drops_ = 0;  // SO_RXQ_OVFL: the socket's drops so far
   uint64_t truncated_ = 0;     // bytes beyond a GRO buffer, in whole segments
 
-  // One-entry caches: the last destination's node, the last sender's prefix.
+  // One-entry caches: the last destination's node (or that it has none, as
+  // of table generation cached_generation_), the last sender's prefix.
   uint32_t cached_ipv4_ = 0;
+  uint64_t cached_generation_ = ~uint64_t{0};
   std::optional<NodeTable::NodeIndex> cached_node_;
   uint64_t last_prefix_key_ = 0;  // sender address, port and TOS
   bool last_prefix_valid_ = false;

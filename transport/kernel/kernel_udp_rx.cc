@@ -1,6 +1,7 @@
 // transport/kernel/kernel_udp_rx.cc: a kernel UDP queue's receiving side:
 // recvmmsg straight into frames, or with UDP_GRO into 64 KiB buffers cut into
-// frames, and the 42 bytes of L2-L4 headers rebuilt in front of each message.
+// frames; kAtpMessage rebuilds the 42 bytes of L2-L4 headers in front of each
+// message, kWholeFrame checks the frame that arrived and keeps it.
 #include <arpa/inet.h>
 #include <netinet/udp.h>
 
@@ -17,8 +18,44 @@ namespace {
 
 constexpr size_t kPrefixBytes = wire::kL2L4HeaderBytes;
 constexpr size_t kMessageBytes = wire::kMessageBytes;
+constexpr size_t kIpChecksumOffset = wire::kIpv4Offset + 10;
+constexpr uint8_t kEcnMask = 0x03;
+
+// MarkCongestionExperienced: sets the ECN field of an IPv4 header to CE and
+// updates its checksum incrementally (RFC 1624: HC' = ~(~HC + ~m + m')).
+void MarkCongestionExperienced(uint8_t* frame) {
+  const uint16_t old_word = LoadBig16(frame + wire::kIpv4Offset);  // version/IHL, TOS
+  frame[kIpTosOffset] = static_cast<uint8_t>(frame[kIpTosOffset] | wire::kTosCe);
+  const uint16_t new_word = LoadBig16(frame + wire::kIpv4Offset);
+  uint32_t sum = static_cast<uint16_t>(~LoadBig16(frame + kIpChecksumOffset));
+  sum += static_cast<uint16_t>(~old_word);
+  sum += new_word;
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  const auto checksum = static_cast<uint16_t>(~sum);
+  frame[kIpChecksumOffset] = static_cast<uint8_t>(checksum >> 8);
+  frame[kIpChecksumOffset + 1] = static_cast<uint8_t>(checksum);
+}
 
 }  // namespace
+
+bool KernelUdpQueue::IsWholeFrameFor(const uint8_t* frame) const {
+  RoutableFrame route;
+  return ClassifyFrame(std::span<const uint8_t>(frame, kFrameBytes), config_.device.base_port,
+                       &route) &&
+         route.queue == config_.index;
+}
+
+bool KernelUdpQueue::AcceptWholeFrame(uint8_t* frame, uint8_t outer_tos) const {
+  if (!IsWholeFrameFor(frame)) return false;
+  // RFC 6040 (normal mode), as a VXLAN endpoint decapsulates: congestion met
+  // on the outer path marks an inner frame that is ECN-capable.
+  if ((outer_tos & kEcnMask) == wire::kTosCe && (frame[kIpTosOffset] & kEcnMask) != 0 &&
+      (frame[kIpTosOffset] & kEcnMask) != wire::kTosCe) {
+    MarkCongestionExperienced(frame);
+  }
+  return true;
+}
 
 void KernelUdpQueue::ReadControl(size_t m, uint8_t* tos, uint32_t* gso_size) {
   *tos = wire::kTosEct0;
@@ -62,7 +99,7 @@ size_t KernelUdpQueue::RxPlain(std::span<FrameRef> frames) {
   while (allocated < want && rx_pool_->Alloc(&frames[allocated])) ++allocated;
   if (allocated == 0) return 0;
   for (size_t j = 0; j < allocated; ++j) {
-    iovs_[j] = iovec{frames[j].data + kPrefixBytes, kMessageBytes};
+    iovs_[j] = iovec{frames[j].data + datagram_offset_, datagram_bytes_};
     msghdr& header = msgs_[j].msg_hdr;
     header = msghdr{};
     header.msg_name = &names_[j];
@@ -80,10 +117,16 @@ size_t KernelUdpQueue::RxPlain(std::span<FrameRef> frames) {
     uint32_t gso_size;
     ReadControl(j, &tos, &gso_size);
     const msghdr& header = msgs_[j].msg_hdr;
-    const bool whole = msgs_[j].msg_len == kMessageBytes && (header.msg_flags & MSG_TRUNC) == 0;
-    const uint8_t* prefix = whole ? PrefixFor(names_[j], tos) : nullptr;
-    if (prefix != nullptr) {
+    const bool whole = msgs_[j].msg_len == datagram_bytes_ && (header.msg_flags & MSG_TRUNC) == 0;
+    bool good = false;
+    if (whole && whole_frame_) {
+      good = AcceptWholeFrame(frames[j].data, tos);
+    } else if (const uint8_t* prefix = whole ? PrefixFor(names_[j], tos) : nullptr;
+               prefix != nullptr) {
       CopyBytes<kPrefixBytes>(frames[j].data, prefix);
+      good = true;
+    }
+    if (good) {
       frames[j].length = kFrameBytes;
       std::swap(frames[n], frames[j]);  // keeps frames[0, n) good, in order
       ++n;
@@ -122,10 +165,13 @@ bool KernelUdpQueue::ReceiveGroBatch() {
     const size_t bytes = msgs_[j].msg_len;
     s.segment = gso_size != 0 ? gso_size : static_cast<uint32_t>(bytes);
     s.bytes = static_cast<uint32_t>(std::min(bytes, kGroBufferBytes));
-    if (bytes > kGroBufferBytes) truncated_ += (bytes - kGroBufferBytes) / kMessageBytes;
+    if (bytes > kGroBufferBytes) truncated_ += (bytes - kGroBufferBytes) / datagram_bytes_;
     s.offset = 0;
     s.prefix = nullptr;
-    if (const uint8_t* prefix = PrefixFor(names_[j], tos); prefix != nullptr) {
+    s.tos = tos;
+    if (whole_frame_) {
+      // Any sender: the frame names its own source.
+    } else if (const uint8_t* prefix = PrefixFor(names_[j], tos); prefix != nullptr) {
       CopyBytes<kPrefixBytes>(prefixes_[j].data(), prefix);
       s.prefix = prefixes_[j].data();
     }
@@ -149,17 +195,25 @@ size_t KernelUdpQueue::RxGro(std::span<FrameRef> frames) {
       continue;
     }
     const size_t bytes = GroSegmentBytes(s.bytes, s.segment, s.offset);
-    if (s.prefix == nullptr || bytes != kMessageBytes) {  // a stranger, or not a message
+    const uint8_t* in = s.data + s.offset;
+    // A datagram of another size, a stranger (kAtpMessage), or not a frame
+    // for this queue (kWholeFrame).
+    if (bytes != datagram_bytes_ || (whole_frame_ ? !IsWholeFrameFor(in) : s.prefix == nullptr)) {
       ++stats_.rx_bad_frames;
       s.offset += static_cast<uint32_t>(bytes);
       continue;
     }
     if (!rx_pool_->Alloc(&frames[n])) break;  // the rest waits in its GRO buffer
     uint8_t* out = frames[n].data;
-    CopyBytes<kPrefixBytes>(out, s.prefix);
-    CopyBytes<kMessageBytes>(out + kPrefixBytes, s.data + s.offset);
+    if (whole_frame_) {
+      CopyBytes<kFrameBytes>(out, in);
+      (void)AcceptWholeFrame(out, s.tos);  // checked above; applies the outer CE mark
+    } else {
+      CopyBytes<kPrefixBytes>(out, s.prefix);
+      CopyBytes<kMessageBytes>(out + kPrefixBytes, in);
+    }
     frames[n].length = kFrameBytes;
-    s.offset += static_cast<uint32_t>(kMessageBytes);
+    s.offset += static_cast<uint32_t>(datagram_bytes_);
     ++n;
   }
   stats_.rx_frames += n;

@@ -1,6 +1,7 @@
 // transport/kernel/kernel_udp_tx.cc: a kernel UDP queue's sending side:
 // sendmmsg, with UDP_SEGMENT (GSO) for runs of frames to one queue socket and
-// for segmentation jobs.
+// for segmentation jobs. A datagram is the frame's ATP message (kAtpMessage)
+// or the whole frame (kWholeFrame): datagram_offset_ / datagram_bytes_.
 #include <netinet/udp.h>
 
 #include <algorithm>
@@ -13,9 +14,7 @@
 namespace atp::transport::internal {
 namespace {
 
-constexpr size_t kPrefixBytes = wire::kL2L4HeaderBytes;
 constexpr size_t kMessageBytes = wire::kMessageBytes;
-constexpr uint16_t kGsoSegmentBytes = static_cast<uint16_t>(kMessageBytes);
 
 // IsGso: the message carries a UDP_SEGMENT control message.
 bool IsGso(const msghdr& header) {
@@ -39,7 +38,8 @@ void KernelUdpQueue::SetControl(size_t m, size_t segments, uint8_t tos) {
     c->cmsg_level = SOL_UDP;
     c->cmsg_type = UDP_SEGMENT;
     c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-    std::memcpy(CMSG_DATA(c), &kGsoSegmentBytes, sizeof(uint16_t));
+    const auto segment_bytes = static_cast<uint16_t>(datagram_bytes_);
+    std::memcpy(CMSG_DATA(c), &segment_bytes, sizeof(uint16_t));
     used += CMSG_SPACE(sizeof(uint16_t));
   }
   if (tos != wire::kTosEct0) {  // the socket's default TOS is ECT(0)
@@ -122,7 +122,7 @@ size_t KernelUdpQueue::TxBurstChunk(std::span<const FrameRef> frames, bool* back
       run_tos = route.tos;
     }
     fates_[i] = Fate::kSend;
-    iovs_[iov++] = iovec{frame.data + kPrefixBytes, kMessageBytes};
+    iovs_[iov++] = iovec{frame.data + datagram_offset_, datagram_bytes_};
     ++msgs_[m - 1].msg_hdr.msg_iovlen;
   }
   if (m > 0) SetControl(m - 1, msgs_[m - 1].msg_hdr.msg_iovlen, run_tos);
@@ -170,17 +170,24 @@ size_t KernelUdpQueue::TxSegmentedChunk(const SegmentationJob& job, size_t first
     header = msghdr{};
     header.msg_name = const_cast<sockaddr_in*>(dest);
     header.msg_namelen = sizeof(sockaddr_in);
-    // One contiguous run of k messages per send: the caller's own (the
-    // `messages` form, headers written in place: no copy), or the staging
-    // area's (much cheaper for the kernel to copy than 2k small pieces).
+    // One contiguous run of k datagrams per send: the caller's own messages
+    // (the `messages` form, headers written in place: no copy), or the
+    // staging area's (much cheaper for the kernel to copy than 2k small
+    // pieces). Whole frames are always built in the staging area.
     uint8_t* run;
-    if (job.messages.empty()) {
+    if (whole_frame_) {
+      run = &staging_[segment * kFrameBytes];
+      for (size_t j = 0; j < k; ++j) {
+        WriteSegmentFrame(job, first + segment + j,
+                          std::span<uint8_t, kFrameBytes>(run + j * kFrameBytes, kFrameBytes));
+      }
+    } else if (job.messages.empty()) {
       run = &staging_[segment * kMessageBytes];
       WriteSegmentMessages(job, first + segment, k, run);
     } else {
       run = WriteSegmentHeadersInPlace(job, first + segment, k);
     }
-    iovs_[iov] = iovec{run, k * kMessageBytes};
+    iovs_[iov] = iovec{run, k * datagram_bytes_};
     header.msg_iov = &iovs_[iov++];
     header.msg_iovlen = 1;
     SetControl(m, k, tos);
@@ -191,7 +198,7 @@ size_t KernelUdpQueue::TxSegmentedChunk(const SegmentationJob& job, size_t first
   *backpressure = outcome.backpressure;
   size_t taken = 0;
   for (size_t k = 0; k < outcome.messages_done; ++k) {
-    const size_t segments = msgs_[k].msg_hdr.msg_iov[0].iov_len / kMessageBytes;
+    const size_t segments = msgs_[k].msg_hdr.msg_iov[0].iov_len / datagram_bytes_;
     taken += segments;
     if (msg_failed_[k]) {
       stats_.tx_errors += segments;

@@ -48,6 +48,8 @@ class NodeTable {
   }
   const Node& node(NodeIndex index) const { return nodes_[index]; }
   size_t size() const { return nodes_.size(); }
+  // generation: changes with every Add (a cached "no such node" goes stale).
+  uint64_t generation() const { return nodes_.size(); }
 
  private:
   static uint64_t SocketKey(uint32_t ip, uint16_t port) { return (uint64_t{ip} << 16) | port; }

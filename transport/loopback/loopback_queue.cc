@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "atp/transport/segmentation.h"
@@ -40,6 +41,7 @@ LoopbackQueue::LoopbackQueue(LoopbackWireImpl* wire, EndpointId id, uint32_t ind
       index_(index),
       base_port_(options.base_port),
       rx_ring_(wire->ring(id, index)),
+      signal_(wire->signal(id, index)),
       rx_pool_(std::move(rx_pool)),
       tx_pool_(std::move(tx_pool)),
       tx_ring_(options.tx_ring_frames),
@@ -76,9 +78,17 @@ void LoopbackQueue::PushTx(const FrameRef& frame, const RoutableFrame& route) {
 
 size_t LoopbackQueue::RxBurst(std::span<FrameRef> frames) {
   size_t n = 0;
+  bool looked_again = false;
   while (n < frames.size()) {
     const uint8_t* slot = rx_ring_.Front();
-    if (slot == nullptr || !rx_pool_->Alloc(&frames[n])) break;
+    if (slot == nullptr) {
+      // Empty: lower the wait_fd, then look once more (a sender may have
+      // pushed just before it raised).
+      if (looked_again || !signal_.LowerIfRaised()) break;
+      looked_again = true;
+      continue;
+    }
+    if (!rx_pool_->Alloc(&frames[n])) break;
     CopyBytes<kFrameBytes>(frames[n].data, slot);
     frames[n].length = kFrameBytes;
     rx_ring_.Pop();
@@ -158,6 +168,13 @@ void LoopbackQueue::Drain() {
 
 void LoopbackQueue::DrainDirect() {
   const size_t mask = tx_ring_.size() - 1;
+  // The receive queue frames were last pushed to: raised when the run of
+  // frames to it ends (one flag exchange per run, not per frame).
+  std::optional<std::pair<EndpointId, uint32_t>> to_raise;
+  const auto raise = [&] {
+    if (to_raise) wire_->Raise(to_raise->first, to_raise->second);
+    to_raise.reset();
+  };
   while (tx_count_ > 0) {
     const TxEntry& entry = tx_ring_[tx_head_];
     if (!cached_endpoint_ || cached_ipv4_ != entry.route.dst_ipv4) {
@@ -169,13 +186,19 @@ void LoopbackQueue::DrainDirect() {
     } else {
       const PushResult result = wire_->PushDirect(*cached_endpoint_, entry.route.queue,
                                                   entry.frame.data);
-      if (result == PushResult::kRingFull) return;  // head-of-line: keep order
+      if (result == PushResult::kRingFull) break;  // head-of-line: keep order
       if (result == PushResult::kUnroutable) ++stats_.tx_unroutable;
+      if (result == PushResult::kDelivered) {
+        const std::pair<EndpointId, uint32_t> target{*cached_endpoint_, entry.route.queue};
+        if (to_raise && *to_raise != target) raise();
+        to_raise = target;
+      }
     }
     FreeFrame(entry.frame);
     tx_head_ = (tx_head_ + 1) & mask;
     --tx_count_;
   }
+  raise();
 }
 
 void LoopbackQueue::DrainThroughProcessor() {

@@ -34,6 +34,8 @@ class LoopbackQueue final : public Queue {
   FramePool& rx_pool() override { return *rx_pool_; }
   FramePool& tx_pool() override { return *tx_pool_; }
   QueueStats stats() const override;
+  // wait_fd: an eventfd, readable while frames may be waiting (rx_signal.h).
+  int wait_fd() const override { return signal_.fd(); }
 
  private:
   // TxEntry: a taken frame waiting for room at its receiver.
@@ -61,6 +63,7 @@ class LoopbackQueue final : public Queue {
   const uint16_t base_port_;
   QueueCapabilities capabilities_;
   FrameSlotRing& rx_ring_;
+  RxSignal& signal_;
   std::unique_ptr<HeapFramePool> rx_pool_;
   std::unique_ptr<HeapFramePool> tx_pool_;
   std::vector<TxEntry> tx_ring_;  // power-of-two size

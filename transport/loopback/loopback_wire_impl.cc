@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<Device>> LoopbackWireImpl::AddEndpoint(
   endpoint->ring_drops = std::make_unique<std::atomic<uint64_t>[]>(options.device.num_queues);
   for (uint32_t q = 0; q < options.device.num_queues; ++q) {
     endpoint->rings.push_back(std::make_unique<FrameSlotRing>(options.device.rx_ring_frames));
+    endpoint->signals.push_back(std::make_unique<RxSignal>());
   }
   endpoints_.push_back(std::move(endpoint));
   by_ipv4_[options.address.ipv4.value] = id;
@@ -120,6 +121,7 @@ void LoopbackWireImpl::Deliver(EndpointId endpoint, const uint8_t* frame) {
     Bump(e.ring_drops[queue]);
     return;
   }
+  e.signals[queue]->Raise();
   Bump(delivered_);
 }
 

@@ -17,6 +17,7 @@
 #include "atp/transport/loopback.h"
 #include "transport/common/frame_layout.h"
 #include "transport/loopback/frame_slot_ring.h"
+#include "transport/loopback/rx_signal.h"
 
 namespace atp::transport::internal {
 
@@ -43,8 +44,11 @@ class LoopbackWireImpl final : public LoopbackWire,
   bool has_processor() const { return processor_ != nullptr; }
 
   // PushDirect: no processor. Delivers `frame` to queue `queue` of `endpoint`
-  // (an id from FindEndpoint).
+  // (an id from FindEndpoint). The caller Raise()s the queue's signal once
+  // it has pushed a run of frames.
   PushResult PushDirect(EndpointId endpoint, uint32_t queue, const uint8_t* frame);
+  // Raise: frames were pushed onto queue `queue` of `endpoint`.
+  void Raise(EndpointId endpoint, uint32_t queue) { endpoints_[endpoint]->signals[queue]->Raise(); }
 
   // ProcessAndDeliver: processor mode. Runs the processor over each frame, in
   // order, under the wire's lock, and delivers the copies it asks for. Every
@@ -61,12 +65,17 @@ class LoopbackWireImpl final : public LoopbackWire,
   const std::atomic<uint64_t>& ring_drops(EndpointId endpoint, uint32_t queue) const {
     return endpoints_[endpoint]->ring_drops[queue];
   }
+  // signal: a queue's wait_fd and its flag.
+  RxSignal& signal(EndpointId endpoint, uint32_t queue) {
+    return *endpoints_[endpoint]->signals[queue];
+  }
 
  private:
   struct Endpoint {
     DeviceAddress address;
     uint16_t base_port = 0;
     std::vector<std::unique_ptr<FrameSlotRing>> rings;  // one per queue
+    std::vector<std::unique_ptr<RxSignal>> signals;     // one per queue: its wait_fd
     std::unique_ptr<std::atomic<uint64_t>[]> ring_drops;  // processor-mode drops per queue
     std::atomic<bool> open{true};
   };

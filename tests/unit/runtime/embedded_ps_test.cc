@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "atp/parameter_server.h"
 #include "atp/wire.h"
 #include "gtest/gtest.h"
@@ -150,6 +152,45 @@ TEST(EmbeddedPsTest, FrameworkThreadsFeedShardsConcurrently) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(sink.frames.size(), 4u * kPositions * 2);
   EXPECT_EQ((*ps)->stats().completed, 4u * kPositions);
+}
+
+// A worker dies after its fragment: the PS drops the partial sum once the
+// orphan timeout has passed without a frame (ATP-SPEC invariant 5), counts it,
+// and the seq can still complete from the workers' resends afterwards.
+TEST(EmbeddedPsTest, OrphanedPartialSumsAreReleasedAfterTheTimeout) {
+  ParameterServerOptions options = TwoWorkerJob(ParameterDelivery::kUnicast, /*shards=*/2);
+  options.orphan_timeout = absl::Milliseconds(20);
+  auto ps = EmbeddedParameterServer::Create(options, Address("10.0.0.100"));
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  CollectingSink sink;
+  const absl::Time sent = absl::Now();  // before the PS stamps the frames
+  ASSERT_EQ((*ps)->HandleFrame(Gradient(0, 0, 0, 7), sink), wire::DecodeError::kOk);
+  ASSERT_EQ((*ps)->HandleFrame(Gradient(0, 1, 0, 7), sink), wire::DecodeError::kOk);
+  size_t released = 0;
+  const absl::Time deadline = sent + absl::Seconds(10);
+  while (released < 2 && absl::Now() < deadline) {
+    const size_t n = (*ps)->ReleaseOrphans();
+    // Never before the timeout.
+    if (n > 0) {
+      EXPECT_GE(absl::Now() - sent, absl::Milliseconds(20));
+    }
+    released += n;
+    if (released < 2) std::this_thread::yield();
+  }
+  EXPECT_EQ(released, 2u);
+  EXPECT_EQ((*ps)->stats().orphans_released, 2u);
+  EXPECT_EQ((*ps)->ReleaseOrphans(), 0u);
+  EXPECT_TRUE(sink.frames.empty());
+  // Both workers resend: the sum is exact (worker 0's first copy was dropped).
+  ASSERT_EQ((*ps)->HandleFrame(Gradient(0, 0, 0, 7), sink), wire::DecodeError::kOk);
+  ASSERT_EQ((*ps)->HandleFrame(Gradient(1, 0, 0, 35), sink), wire::DecodeError::kOk);
+  ASSERT_EQ(sink.frames.size(), 2u);
+  wire::FrameFields f;
+  wire::Payload p;
+  ASSERT_EQ(wire::DecodeFrame(sink.frames[0], wire::kDefaultBasePort, &f, &p),
+            wire::DecodeError::kOk);
+  EXPECT_EQ(static_cast<int32_t>(p[0]), 42);
+  EXPECT_EQ((*ps)->stats().duplicates, 0u);
 }
 
 }  // namespace

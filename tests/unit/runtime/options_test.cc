@@ -122,6 +122,8 @@ TEST(OptionsTest, EachBadParameterServerFieldIsNamed) {
          o.server_count = 4;
          o.io_threads = 5;
        }},
+      {"ParameterServerOptions.orphan_timeout",
+       [](ParameterServerOptions& o) { o.orphan_timeout = absl::ZeroDuration(); }},
   };
   for (const PsCase& c : cases) {
     ParameterServerOptions o = GoodPs();

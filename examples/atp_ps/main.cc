@@ -1,0 +1,202 @@
+// atp-ps: the parameter server (PS) of one ATP job as its own process.
+//
+// Opens the endpoint's device (the common flags of examples/common: a DPDK
+// port toward the PS rack's switch, a memif client by default), waits for its
+// link, serves the job until SIGINT or SIGTERM, then writes --stats_json
+// (atomically, by rename) and exits 0. SIGUSR1 writes --stats_json without
+// stopping (the PS counters and the port's; the queues' counters only at exit).
+//
+//   atp-ps --job=1 --racks=2 --workers_per_rack=2 --io_threads=1
+//          --dpdk_port=memif --memif_socket=/tmp/tb/ps.sock --stats_json=/tmp/tb/ps.json
+//
+// Parameter packets go to the job's multicast group (--group; the switches
+// replicate them), or with --delivery=unicast one copy to each worker's
+// address (a direct link to a single worker, no switch in the middle).
+//
+// Exit status: 0 stopped by a signal (stats written); 1 the device could not
+// be opened or the server not started; 2 bad flags (the message names the flag).
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "atp/parameter_server.h"
+#include "examples/common/endpoint.h"
+#include "examples/common/endpoint_flags.h"
+#include "examples/common/tool_flags.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::string, delivery, "multicast",
+          "How parameter packets reach the workers: 'multicast' (one frame to --group; the "
+          "switches replicate it) or 'unicast' (one frame per worker: a direct link, no switch).");
+ABSL_FLAG(std::string, stats_json, "",
+          "Write the counters as one JSON object to this file at exit and on SIGUSR1 "
+          "(atomically: PATH.tmp, then rename). Empty: none.");
+ABSL_FLAG(int, orphan_timeout_ms, 2000,
+          "Partial aggregates of a fragment no frame has touched for this long are freed "
+          "(dead workers, abandoned jobs); > 0. Keep it above the workers' maximum "
+          "retransmission timeout (docs/protocol.md).");
+ABSL_FLAG(int, stats_interval_s, 0,
+          "0: quiet. N: one line of counters on stderr every N seconds while serving.");
+
+namespace atp::examples {
+namespace {
+
+constexpr char kUsage[] =
+    "the parameter server of one ATP job, as its own process.\n"
+    "Serves until SIGINT/SIGTERM, then writes --stats_json; SIGUSR1 writes it meanwhile.\n"
+    "Exit status: 0 clean stop; 1 device or start failure; 2 bad flags.\n"
+    "  e.g. atp-ps --job=1 --racks=2 --workers_per_rack=2 --memif_socket=/tmp/tb/ps.sock";
+
+nlohmann::json PsStatsJson(const ParameterServerStats& s) {
+  return {{"frames_received", s.frames_received},
+          {"decode_errors", s.decode_errors},
+          {"frames_sent", s.frames_sent},
+          {"tx_dropped", s.tx_dropped},
+          {"gradients", s.gradients},
+          {"contributions", s.contributions},
+          {"duplicates", s.duplicates},
+          {"integer_on_float_path", s.integer_on_float_path},
+          {"param_resent", s.param_resent},
+          {"stale", s.stale},
+          {"ahead", s.ahead},
+          {"unknown_job", s.unknown_job},
+          {"wrong_shard", s.wrong_shard},
+          {"shape_mismatch", s.shape_mismatch},
+          {"malformed", s.malformed},
+          {"unexpected_ack", s.unexpected_ack},
+          {"completed", s.completed},
+          {"fp_completed", s.fp_completed},
+          {"collisions_rehashed", s.collisions_rehashed},
+          {"overflow_requests", s.overflow_requests},
+          {"orphans_released", s.orphans_released}};
+}
+
+class StatsWriter {
+ public:
+  StatsWriter(const EndpointSpec& spec, absl::Time start) : spec_(spec), start_(start) {}
+
+  // Write: while serving (kSkip: the queues are in use) or at exit (kRead).
+  void Write(const ParameterServerStats& ps, transport::Device& device, QueueCounters queues) {
+    const std::string path = absl::GetFlag(FLAGS_stats_json);
+    if (path.empty()) return;
+    nlohmann::json j;
+    j["tool"] = "atp-ps";
+    j["job"] = spec_.job.job_id;
+    j["address"] = spec_.self.ipv4.ToString();
+    j["delivery"] = absl::GetFlag(FLAGS_delivery);
+    j["transport"] = std::string(TransportKindName(spec_.transport.kind));
+    j["io_threads"] = spec_.job.io_threads;
+    j["uptime_s"] = absl::ToDoubleSeconds(absl::Now() - start_);
+    j["running"] = queues == QueueCounters::kSkip;
+    j["ps"] = PsStatsJson(ps);
+    j["device"] = DeviceStatsJson(device, queues);
+    if (absl::Status s = WriteFileAtomically(path, j.dump() + "\n"); !s.ok()) {
+      std::fprintf(stderr, "atp-ps: --stats_json: %s\n", std::string(s.message()).c_str());
+    }
+  }
+
+ private:
+  const EndpointSpec& spec_;
+  absl::Time start_;
+};
+
+int Main(int argc, char** argv) {
+  ParseToolFlagsOrExit(argc, argv, {"examples/atp_ps"}, kUsage);
+  const absl::Time start = absl::Now();
+  StopSignals stop;  // before any thread starts (the EAL's included)
+  EndpointPlace place;
+  place.role = EndpointRole::kParameterServer;
+  place.program_name = "atp-ps";
+  const std::string delivery = absl::GetFlag(FLAGS_delivery);
+  if (delivery == "multicast") {
+    place.delivery = ParameterDelivery::kMulticast;
+  } else if (delivery == "unicast") {
+    place.delivery = ParameterDelivery::kUnicast;
+  } else {
+    std::fprintf(stderr, "atp-ps: --delivery: '%s' is not multicast or unicast\n", delivery.c_str());
+    return kBadFlagsExit;
+  }
+  if (absl::GetFlag(FLAGS_orphan_timeout_ms) <= 0) {
+    std::fprintf(stderr, "atp-ps: --orphan_timeout_ms: must be > 0\n");
+    return kBadFlagsExit;
+  }
+  if (absl::GetFlag(FLAGS_stats_interval_s) < 0) {
+    std::fprintf(stderr, "atp-ps: --stats_interval_s: must be >= 0\n");
+    return kBadFlagsExit;
+  }
+  absl::StatusOr<EndpointSpec> spec = BuildEndpoint(EndpointFlagsFromCommandLine(), place);
+  if (!spec.ok()) {
+    std::fprintf(stderr, "atp-ps: %s\n", std::string(spec.status().message()).c_str());
+    return kBadFlagsExit;
+  }
+  std::fprintf(stderr, "atp-ps: %s\n", spec->description.c_str());
+
+  // A server waits for its link as long as it runs (until a signal).
+  absl::StatusOr<std::unique_ptr<transport::Device>> device =
+      OpenEndpointDevice(*spec, absl::InfiniteFuture(), stop);
+  if (!device.ok()) {
+    if (device.status().code() == absl::StatusCode::kCancelled) {
+      std::fprintf(stderr, "atp-ps: stopped before the link came up\n");
+      return 0;
+    }
+    std::fprintf(stderr, "atp-ps: %s\n", std::string(device.status().message()).c_str());
+    return 1;
+  }
+  ParameterServerOptions options;
+  ParameterServerJobOptions served;
+  served.job_id = spec->job.job_id;
+  served.layout = spec->job.layout;
+  served.delivery = place.delivery;
+  if (place.delivery == ParameterDelivery::kMulticast) {
+    served.multicast_group = spec->group;
+  } else {
+    served.workers = spec->workers;
+  }
+  options.jobs.push_back(served);
+  options.slots = spec->job.slots;
+  options.io_threads = spec->job.io_threads;
+  options.base_port = spec->job.base_port;
+  options.polling = PollingFromFlags();
+  options.orphan_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_orphan_timeout_ms));
+  absl::StatusOr<std::unique_ptr<ParameterServer>> server =
+      ParameterServer::Start(options, **device);
+  if (!server.ok()) {
+    std::fprintf(stderr, "atp-ps: %s\n", std::string(server.status().message()).c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "atp-ps: ready\n");
+  StatsWriter writer(*spec, start);
+  const int interval_s = absl::GetFlag(FLAGS_stats_interval_s);
+  absl::Time next_line = interval_s > 0 ? absl::Now() + absl::Seconds(interval_s)
+                                        : absl::InfiniteFuture();
+  while (!stop.stopped()) {
+    const StopSignals::Event event =
+        stop.Wait(std::min(absl::Seconds(1), std::max(absl::ZeroDuration(), next_line - absl::Now())));
+    if (event == StopSignals::Event::kUser1) {
+      writer.Write((*server)->stats(), **device, QueueCounters::kSkip);
+    }
+    if (absl::Now() >= next_line) {
+      const ParameterServerStats s = (*server)->stats();
+      std::fprintf(stderr, "atp-ps: %llu frames in, %llu out, %llu fragments completed\n",
+                   static_cast<unsigned long long>(s.frames_received),
+                   static_cast<unsigned long long>(s.frames_sent),
+                   static_cast<unsigned long long>(s.completed));
+      next_line = absl::Now() + absl::Seconds(interval_s);
+    }
+  }
+  const ParameterServerStats final_stats = (*server)->stats();
+  server->reset();  // stops the threads: the queues' counters may be read
+  writer.Write(final_stats, **device, QueueCounters::kRead);
+  std::fprintf(stderr, "atp-ps: stopped by signal %d; %llu fragments completed\n",
+               stop.stop_signal(), static_cast<unsigned long long>(final_stats.completed));
+  return 0;
+}
+
+}  // namespace
+}  // namespace atp::examples
+
+int main(int argc, char** argv) { return atp::examples::Main(argc, argv); }

@@ -1,0 +1,223 @@
+// atp-switchd: the ATP switch pipeline on N ports (DPDK memif / af_packet /
+// af_xdp / NIC, or kernel UDP overlay sockets), configured by a YAML file.
+//
+//   atp-switchd --config=tor0.yaml --stats_json=/tmp/tor0.json --stats_interval_s=5
+//   atp-switchd --config=tor0.yaml --check_config
+//
+// Exit status: 0 after SIGINT/SIGTERM (clean stop, stats written); 1 when a
+// port cannot be opened; 2 on bad flags or a bad configuration (the message
+// is "<config path>:<line>: <reason>"). SIGUSR1 writes the stats JSON.
+// docs/switchd.md is the reference.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "atp/logging.h"
+#include "lib/logging/log.h"
+#include "switch_emulator/daemon/command_line.h"
+#include "switch_emulator/daemon/config.h"
+#include "switch_emulator/daemon/ports.h"
+#include "switch_emulator/daemon/stats.h"
+#include "switch_emulator/daemon/switch_daemon.h"
+
+ABSL_FLAG(std::string, config, "",
+          "Path of the YAML configuration (required): ports, routes, multicast groups, jobs. "
+          "See docs/switchd.md.");
+ABSL_FLAG(int, stats_interval_s, 0,
+          "Seconds between summary lines on stderr (frames in/out, aggregators in use, drops); "
+          "0: none.");
+ABSL_FLAG(std::string, stats_json, "",
+          "Where to write the statistics JSON (atomically, via rename) at exit and on SIGUSR1; "
+          "empty: SIGUSR1 logs a summary line instead.");
+ABSL_FLAG(bool, check_config, false,
+          "Parse and validate --config, print 'config ok' and exit 0 (2 if it is bad); opens no "
+          "port.");
+ABSL_FLAG(std::string, log_level, "info", "Log level: trace, debug, info, warn, error or off.");
+ABSL_FLAG(int, max_sleep_us, 500,
+          "Longest sleep of the idle datapath thread, microseconds (the latency an idle switch "
+          "adds to the first frame after a pause). It spins, then yields, then sleeps.");
+ABSL_FLAG(bool, busy_poll, false,
+          "The datapath thread never sleeps nor yields (lowest latency; takes a whole core).");
+
+namespace atp::switchd {
+namespace {
+
+constexpr int kOpenFailedExit = 1;
+
+constexpr char kUsage[] =
+    "the ATP switch pipeline (in-network aggregation) on N ports.\n"
+    "  atp-switchd --config=tor0.yaml [--stats_json=PATH] [--stats_interval_s=N]\n"
+    "  atp-switchd --config=tor0.yaml --check_config\n"
+    "Exit status: 0 after SIGINT/SIGTERM (stats written); 1 a port cannot be opened;\n"
+    "2 bad flags or configuration ('<path>:<line>: <reason>'). SIGUSR1 writes --stats_json.\n"
+    "Configuration reference: docs/switchd.md.";
+
+[[noreturn]] void BadConfig(const absl::Status& status) {
+  std::fprintf(stderr, "%s\n", std::string(status.message()).c_str());
+  std::exit(kBadUsageExit);
+}
+
+bool SetLogLevelFromFlag() {
+  const std::string level = absl::GetFlag(FLAGS_log_level);
+  const std::pair<const char*, LogLevel> levels[] = {
+      {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug}, {"info", LogLevel::kInfo},
+      {"warn", LogLevel::kWarn},   {"error", LogLevel::kError}, {"off", LogLevel::kOff}};
+  for (const auto& [name, value] : levels) {
+    if (level == name) {
+      SetLogLevel(value);
+      return true;
+    }
+  }
+  return false;
+}
+
+// Tables: the route and multicast tables of `config` (already validated, so
+// a failure here is a bug in the parser, reported like a bad config).
+absl::Status BuildTables(const SwitchdConfig& config, SwitchDaemonOptions& options) {
+  for (const RouteConfig& r : config.routes) {
+    if (absl::Status s = options.routes.Add(r.prefix, r.length, r.port_index); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(config.path, ":", r.line, ": ", s.message()));
+    }
+  }
+  for (const MulticastConfig& m : config.multicast) {
+    if (absl::Status s = options.multicast.Add(m.group, m.port_indices); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(config.path, ":", m.line, ": ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void WriteStats(const SwitchdStats& stats) {
+  const std::string path = absl::GetFlag(FLAGS_stats_json);
+  if (path.empty()) return;
+  if (absl::Status s = WriteStatsJson(path, stats); !s.ok()) {
+    internal::Logger().error("{}", std::string(s.message()));
+  }
+}
+
+int Main(int argc, char** argv) {
+  ParseFlagsOrExit(argc, argv, "switch_emulator/daemon/main", kUsage);
+  if (!SetLogLevelFromFlag()) {
+    std::fprintf(stderr, "atp-switchd: --log_level=%s: expected trace, debug, info, warn, error or off\n",
+                 absl::GetFlag(FLAGS_log_level).c_str());
+    return kBadUsageExit;
+  }
+  if (absl::GetFlag(FLAGS_stats_interval_s) < 0 || absl::GetFlag(FLAGS_max_sleep_us) < 1) {
+    std::fprintf(stderr, "atp-switchd: --stats_interval_s must be >= 0 and --max_sleep_us >= 1\n");
+    return kBadUsageExit;
+  }
+  const std::string config_path = absl::GetFlag(FLAGS_config);
+  if (config_path.empty()) {
+    std::fprintf(stderr, "atp-switchd: --config is required (see --help)\n");
+    return kBadUsageExit;
+  }
+  absl::StatusOr<SwitchdConfig> config = LoadSwitchdConfig(config_path);
+  if (!config.ok()) BadConfig(config.status());
+
+  SwitchDaemonOptions options;
+  options.name = config->name;
+  options.pipeline = config->ToPipelineConfig();
+  if (absl::Status s = BuildTables(*config, options); !s.ok()) BadConfig(s);
+  if (absl::StatusOr<switch_emulator::SwitchPipeline> p =
+          switch_emulator::SwitchPipeline::Create(options.pipeline);
+      !p.ok()) {
+    BadConfig(absl::InvalidArgumentError(absl::StrCat(config_path, ":1: ", p.status().message())));
+  }
+  if (absl::GetFlag(FLAGS_check_config)) {
+    std::printf("config ok\n");
+    return 0;
+  }
+
+  // Signals are taken synchronously by this thread (sigtimedwait); every
+  // thread started from here on (the EAL's, the datapath) inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<OpenedPorts> ports = OpenPorts(*config);
+  if (!ports.ok()) {
+    std::fprintf(stderr, "atp-switchd: %s\n", std::string(ports.status().message()).c_str());
+    return kOpenFailedExit;
+  }
+  std::vector<DaemonPort> daemon_ports;
+  for (size_t i = 0; i < config->ports.size(); ++i) {
+    daemon_ports.push_back({config->ports[i].name, ports->devices[i].get()});
+  }
+  if (absl::GetFlag(FLAGS_busy_poll)) {
+    options.polling = PollingOptions::BusyPolling();
+  } else {
+    options.polling.max_sleep = absl::Microseconds(absl::GetFlag(FLAGS_max_sleep_us));
+    options.polling.min_sleep = std::min(options.polling.min_sleep, options.polling.max_sleep);
+  }
+  if (ports->dpdk) {
+    options.on_thread_start = DpdkThreadStartHook();
+    options.on_thread_stop = DpdkThreadStopHook();
+  }
+  absl::StatusOr<std::unique_ptr<SwitchDaemon>> daemon =
+      SwitchDaemon::Create(std::move(options), std::move(daemon_ports));
+  if (!daemon.ok()) {
+    std::fprintf(stderr, "atp-switchd: %s\n", std::string(daemon.status().message()).c_str());
+    return kOpenFailedExit;
+  }
+  if (absl::Status s = (*daemon)->Start(); !s.ok()) {
+    std::fprintf(stderr, "atp-switchd: %s\n", std::string(s.message()).c_str());
+    return kOpenFailedExit;
+  }
+  internal::Logger().info("{}: running, {} port(s), {} route(s), {} group(s), {} job(s)",
+                          config->name, config->ports.size(), config->routes.size(),
+                          config->multicast.size(), config->jobs.size());
+
+  const int interval_s = absl::GetFlag(FLAGS_stats_interval_s);
+  absl::Time next_summary = absl::Now() + absl::Seconds(interval_s);
+  SwitchdStats previous = (*daemon)->Stats();
+  for (;;) {
+    const absl::Duration wait =
+        interval_s > 0 ? std::max(next_summary - absl::Now(), absl::ZeroDuration()) : absl::Seconds(1);
+    const timespec timeout = absl::ToTimespec(wait);
+    const int sig = sigtimedwait(&signals, nullptr, &timeout);
+    if (sig == SIGINT || sig == SIGTERM) {
+      internal::Logger().info("{}: {} received, stopping", config->name,
+                              sig == SIGINT ? "SIGINT" : "SIGTERM");
+      break;
+    }
+    if (sig == SIGUSR1) {
+      const SwitchdStats stats = (*daemon)->Stats();
+      if (absl::GetFlag(FLAGS_stats_json).empty()) {
+        std::fprintf(stderr, "%s\n", SummaryLine(stats, nullptr).c_str());
+      } else {
+        WriteStats(stats);
+      }
+    }
+    if (interval_s > 0 && absl::Now() >= next_summary) {
+      SwitchdStats stats = (*daemon)->Stats();
+      std::fprintf(stderr, "%s\n", SummaryLine(stats, &previous).c_str());
+      previous = std::move(stats);
+      next_summary += absl::Seconds(interval_s);
+    }
+  }
+  (*daemon)->Stop();
+  const SwitchdStats final_stats = (*daemon)->Stats();
+  WriteStats(final_stats);
+  std::fprintf(stderr, "%s\n", SummaryLine(final_stats, nullptr).c_str());
+  daemon->reset();  // before the devices it polls
+  return 0;
+}
+
+}  // namespace
+}  // namespace atp::switchd
+
+int main(int argc, char** argv) { return atp::switchd::Main(argc, argv); }

@@ -1,0 +1,78 @@
+// switch_emulator/daemon/routing.h: atp-switchd's forwarding tables: IPv4
+// routes (longest prefix wins) and multicast groups, both mapping to port
+// indices. Pure data, built once at startup and read by the datapath thread.
+//
+//   RouteTable routes;
+//   routes.Add(*wire::Ipv4Address::Parse("10.1.0.0"), 24, /*port=*/0);
+//   routes.Add({0}, 0, /*port=*/3);                          // default route
+//   std::optional<uint32_t> port = routes.Lookup(dst);      // 0 for 10.1.0.7, else 3
+//
+//   MulticastTable groups;
+//   groups.Add(group, {0, 1, 2});
+//   std::span<const uint32_t> ports = groups.Ports(group);  // empty when unknown
+#ifndef ATP_SWITCH_EMULATOR_DAEMON_ROUTING_H_
+#define ATP_SWITCH_EMULATOR_DAEMON_ROUTING_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "atp/wire.h"
+
+namespace atp::switchd {
+
+// IsMulticastAddress: 224.0.0.0/4.
+constexpr bool IsMulticastAddress(uint32_t ipv4) { return (ipv4 >> 28) == 0xE; }
+
+class RouteTable {
+ public:
+  // Add: frames to prefix/length go to `port`. AlreadyExists for the same
+  // prefix twice; InvalidArgument for length > 32 or bits beyond the length.
+  absl::Status Add(wire::Ipv4Address prefix, uint32_t length, uint32_t port);
+
+  // Lookup: the port of the longest prefix holding `ipv4` (host order), or
+  // nullopt when none does. At most one hash probe per prefix length in use.
+  std::optional<uint32_t> Lookup(uint32_t ipv4) const;
+
+  size_t size() const { return size_; }
+  // port_limit: one more than the largest port index in the table (0 if empty).
+  uint32_t port_limit() const { return port_limit_; }
+
+ private:
+  uint32_t port_limit_ = 0;
+  // by_length_[l]: prefix (masked, host order) -> port, for routes of length l.
+  std::array<absl::flat_hash_map<uint32_t, uint32_t>, 33> by_length_;
+  // lengths_: the lengths in use, longest first.
+  std::vector<uint32_t> lengths_;
+  size_t size_ = 0;
+};
+
+class MulticastTable {
+ public:
+  // Add: `group` is replicated to `ports`. AlreadyExists for a group twice;
+  // InvalidArgument if `group` is not 224.0.0.0/4 or `ports` is empty.
+  absl::Status Add(wire::Ipv4Address group, std::vector<uint32_t> ports);
+
+  // Ports: the group's ports, empty when it is unknown.
+  std::span<const uint32_t> Ports(uint32_t group) const {
+    auto it = groups_.find(group);
+    if (it == groups_.end()) return {};
+    return it->second;
+  }
+
+  size_t size() const { return groups_.size(); }
+  // port_limit: one more than the largest port index in the table (0 if empty).
+  uint32_t port_limit() const { return port_limit_; }
+
+ private:
+  uint32_t port_limit_ = 0;
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> groups_;
+};
+
+}  // namespace atp::switchd
+
+#endif  // ATP_SWITCH_EMULATOR_DAEMON_ROUTING_H_

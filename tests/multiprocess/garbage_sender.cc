@@ -1,0 +1,315 @@
+// tests/multiprocess/garbage_sender.cc: sends malformed ATP frames into one
+// switch port, for the multi-process tests (tests/multiprocess/).
+//
+// Every frame it sends is classified as ATP by a forwarding element
+// (wire::IsAtpFrame: IPv4, UDP, a destination port in the ATP range) and then
+// rejected by wire::ValidateFrame for one known reason, so a switch must count
+// each one as malformed (ATP-SPEC section 4: "counted and dropped, never touch
+// an aggregator") and forward none of them.
+//
+//   garbage_sender --port=memif --memif_socket=/tmp/tb/sock/tor0-probe.sock --count=10
+//   garbage_sender --port=af_packet --iface=probe --netns=atpXXXX-probe0 --count=10
+//
+// It prints one JSON line {"sent": N, "by_reason": {"short_frame": n, ...}},
+// then, with --hold_s, stays connected (a memif client owns the shared
+// memory: leaving at once could take unread frames with it) until SIGINT or
+// SIGTERM or the hold ends. Exit status: 0 every frame was sent; 1 the port
+// could not be opened or its link did not come up; 2 bad flags.
+//
+// It talks to DPDK directly (not through atp::transport), because libatp's
+// devices refuse to send anything that is not a whole ATP frame.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "atp/transport.h"
+#include "atp/transport/dpdk.h"
+#include "atp/wire.h"
+
+ABSL_FLAG(std::string, port, "memif", "Port kind: memif (no root) or af_packet (root).");
+ABSL_FLAG(std::string, memif_socket, "", "memif: the socket file of the switch port (a server).");
+ABSL_FLAG(std::string, memif_role, "client", "memif: client (the switch port is a server) or server.");
+ABSL_FLAG(int, memif_id, 0, "memif: interface id on the socket.");
+ABSL_FLAG(std::string, iface, "", "af_packet: the interface to send on.");
+ABSL_FLAG(std::string, netns, "", "af_packet: network namespace (/var/run/netns/NAME) the interface is in.");
+ABSL_FLAG(int, count, 10, "Frames of each malformed kind (8 kinds).");
+ABSL_FLAG(int, job, 1, "Job id the frames claim (a job the switch aggregates makes the test stricter).");
+ABSL_FLAG(std::string, src, "10.1.0.1", "IPv4 source of the frames.");
+ABSL_FLAG(std::string, dst, "10.1.200.1", "IPv4 destination of the frames.");
+ABSL_FLAG(int, link_timeout_s, 10, "How long to wait for the link to come up.");
+ABSL_FLAG(int, hold_s, 0, "After sending, stay connected this long (or until SIGINT/SIGTERM).");
+
+namespace atp::tests {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true, std::memory_order_relaxed); }
+
+// Garbage: one malformed frame and the DecodeError a switch must find in it.
+struct Garbage {
+  std::vector<uint8_t> bytes;
+  wire::DecodeError reason;
+};
+
+std::array<uint8_t, wire::kFrameBytes> ValidFrame(const wire::FrameFields& fields) {
+  std::array<uint8_t, wire::kFrameBytes> frame{};
+  wire::Payload payload{};
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint32_t>(i);
+  wire::EncodeFrame(fields, payload, wire::kDefaultBasePort, frame);
+  return frame;
+}
+
+// WithHeader: a valid frame whose 16 ATP header bytes are `header` (which may
+// break ValidateHeader's rules; EncodeHeader only packs fields).
+std::vector<uint8_t> WithHeader(const wire::FrameFields& fields, const wire::AtpHeader& header) {
+  std::array<uint8_t, wire::kFrameBytes> frame = ValidFrame(fields);
+  wire::EncodeHeader(header, std::span<uint8_t, wire::kAtpHeaderBytes>(
+                                 frame.data() + wire::kAtpOffset, wire::kAtpHeaderBytes));
+  return {frame.begin(), frame.end()};
+}
+
+std::vector<Garbage> MakeGarbage(const wire::FrameFields& fields) {
+  const std::array<uint8_t, wire::kFrameBytes> valid = ValidFrame(fields);
+  std::vector<Garbage> out;
+  // Truncated after the ATP header: still classified as ATP (UDP port readable).
+  out.push_back({{valid.begin(), valid.begin() + 100}, wire::DecodeError::kShortFrame});
+  {
+    std::vector<uint8_t> v(valid.begin(), valid.end());
+    v.resize(wire::kFrameBytes + 64, 0xAB);
+    out.push_back({std::move(v), wire::DecodeError::kLongFrame});
+  }
+  {
+    std::vector<uint8_t> v(valid.begin(), valid.end());
+    v[wire::kIpv4Offset + 10] ^= 0x5A;  // IPv4 header checksum
+    out.push_back({std::move(v), wire::DecodeError::kBadIpv4Checksum});
+  }
+  {
+    std::vector<uint8_t> v(valid.begin(), valid.end());
+    v[wire::kUdpOffset + 5] ^= 0x01;  // UDP length, low byte
+    out.push_back({std::move(v), wire::DecodeError::kBadUdpLength});
+  }
+  wire::AtpHeader h = fields.header;
+  h.job = 0;
+  out.push_back({WithHeader(fields, h), wire::DecodeError::kJobZero});
+  h = fields.header;
+  h.bitmap0 = 0;
+  out.push_back({WithHeader(fields, h), wire::DecodeError::kEmptyBitmap});
+  h = fields.header;
+  h.bitmap0 = 1u << 5;  // worker 5 of a rack with fan-in 2
+  out.push_back({WithHeader(fields, h), wire::DecodeError::kBitmap0BeyondFanIn});
+  h = fields.header;
+  h.bitmap1 = 0b11;  // a level-1 gradient naming two racks
+  out.push_back({WithHeader(fields, h), wire::DecodeError::kAmbiguousRack});
+  for (const Garbage& g : out) {
+    const std::span<const uint8_t> bytes(g.bytes);
+    if (!wire::IsAtpFrame(bytes, wire::kDefaultBasePort) ||
+        wire::ValidateFrame(bytes, wire::kDefaultBasePort) != g.reason) {
+      std::fprintf(stderr, "garbage_sender: internal error: frame for %s is not what it claims\n",
+                   std::string(wire::DecodeErrorName(g.reason)).c_str());
+      std::exit(2);
+    }
+  }
+  return out;
+}
+
+absl::Status EnterNetns(const std::string& name) {
+  if (name.empty()) return absl::OkStatus();
+  const std::string path = "/var/run/netns/" + name;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat("--netns: cannot open ", path, ": ", strerror(errno)));
+  const int rc = setns(fd, CLONE_NEWNET);
+  const int err = errno;
+  close(fd);
+  if (rc != 0) return absl::PermissionDeniedError(absl::StrCat("--netns: setns ", name, ": ", strerror(err)));
+  return absl::OkStatus();
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "sends malformed ATP frames into a switch port (multi-process tests).\n"
+      "  e.g. garbage_sender --port=memif --memif_socket=DIR/sock/tor0-probe.sock --count=10");
+  absl::ParseCommandLine(argc, argv);
+  const std::string kind = absl::GetFlag(FLAGS_port);
+  const int count = absl::GetFlag(FLAGS_count);
+  if (count < 1 || (kind != "memif" && kind != "af_packet")) {
+    std::fprintf(stderr, "garbage_sender: --port must be memif or af_packet, --count >= 1\n");
+    return 2;
+  }
+  std::string vdev;
+  if (kind == "memif") {
+    if (absl::GetFlag(FLAGS_memif_socket).empty()) {
+      std::fprintf(stderr, "garbage_sender: --memif_socket is required with --port=memif\n");
+      return 2;
+    }
+    transport::MemifOptions memif;
+    memif.role = absl::GetFlag(FLAGS_memif_role) == "server" ? transport::MemifRole::kServer
+                                                             : transport::MemifRole::kClient;
+    memif.socket = absl::GetFlag(FLAGS_memif_socket);
+    memif.socket_kind = transport::MemifSocket::kFile;
+    memif.id = static_cast<uint32_t>(absl::GetFlag(FLAGS_memif_id));
+    vdev = absl::StrCat("net_memif_garbage,", transport::MemifVdevArgs(memif));
+  } else {
+    if (absl::GetFlag(FLAGS_iface).empty()) {
+      std::fprintf(stderr, "garbage_sender: --iface is required with --port=af_packet\n");
+      return 2;
+    }
+    // The EAL's threads inherit the namespace of the thread that creates them.
+    if (absl::Status s = EnterNetns(absl::GetFlag(FLAGS_netns)); !s.ok()) {
+      std::fprintf(stderr, "garbage_sender: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    vdev = absl::StrCat("net_af_packet_garbage,iface=", absl::GetFlag(FLAGS_iface),
+                        ",qpairs=1,qdisc_bypass=0");
+  }
+  absl::StatusOr<wire::Ipv4Address> src = wire::Ipv4Address::Parse(absl::GetFlag(FLAGS_src));
+  absl::StatusOr<wire::Ipv4Address> dst = wire::Ipv4Address::Parse(absl::GetFlag(FLAGS_dst));
+  if (!src.ok() || !dst.ok() || absl::GetFlag(FLAGS_job) < 1 || absl::GetFlag(FLAGS_job) > 255) {
+    std::fprintf(stderr, "garbage_sender: --src and --dst must be IPv4 addresses, --job 1..255\n");
+    return 2;
+  }
+
+  transport::DpdkEalOptions eal;
+  eal.program_name = "garbage_sender";
+  eal.memory_mb = 64;
+  eal.vdevs = {vdev};
+  eal.log_level = "error";
+  eal.extra_args = {"--log-level=pmd.net.memif:critical"};
+  if (absl::Status s = transport::InitDpdkEal(eal); !s.ok()) {
+    std::fprintf(stderr, "garbage_sender: EAL: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  const std::string port_name = vdev.substr(0, vdev.find(','));
+  uint16_t port = 0;
+  if (rte_eth_dev_get_port_by_name(port_name.c_str(), &port) != 0) {
+    std::fprintf(stderr, "garbage_sender: port %s was not created\n", port_name.c_str());
+    return 1;
+  }
+  rte_mempool* pool = rte_pktmbuf_pool_create("garbage", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                              SOCKET_ID_ANY);
+  rte_eth_conf conf{};
+  if (pool == nullptr || rte_eth_dev_configure(port, 1, 1, &conf) != 0 ||
+      rte_eth_rx_queue_setup(port, 0, 256, SOCKET_ID_ANY, nullptr, pool) != 0 ||
+      rte_eth_tx_queue_setup(port, 0, 256, SOCKET_ID_ANY, nullptr) != 0) {
+    std::fprintf(stderr, "garbage_sender: cannot set up port %s\n", port_name.c_str());
+    return 1;
+  }
+  // Start the port and wait for the link. A memif client connects only when
+  // its port starts (and the start fails while nobody listens), so start it
+  // again now and then until the server answers.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(absl::GetFlag(FLAGS_link_timeout_s));
+  bool started = rte_eth_dev_start(port) == 0;
+  auto next_restart = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  for (;;) {
+    rte_eth_link link{};
+    if (started && rte_eth_link_get_nowait(port, &link) == 0 &&
+        link.link_status == RTE_ETH_LINK_UP) {
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "garbage_sender: link of %s did not come up in %d s\n",
+                   port_name.c_str(), absl::GetFlag(FLAGS_link_timeout_s));
+      return 1;
+    }
+    if (std::chrono::steady_clock::now() > next_restart) {
+      if (started) rte_eth_dev_stop(port);
+      started = rte_eth_dev_start(port) == 0;
+      next_restart = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  wire::FrameFields fields;
+  fields.src_ip = *src;
+  fields.dst_ip = *dst;
+  fields.src_mac = transport::DefaultMacFor(*src);
+  fields.dst_mac = transport::DefaultMacFor(*dst);
+  fields.header.job = static_cast<uint8_t>(absl::GetFlag(FLAGS_job));
+  fields.header.seq = wire::MakeSeq(0, 7);
+  fields.header.bitmap0 = 1;
+  fields.header.bitmap1 = 1;
+  fields.header.fan_in0 = 2;
+  fields.header.fan_in1 = 2;
+  const std::vector<Garbage> kinds = MakeGarbage(fields);
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::vector<int> sent_by_kind(kinds.size(), 0);
+  int sent = 0;
+  for (int round = 0; round < count; ++round) {
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      rte_mbuf* m = rte_pktmbuf_alloc(pool);
+      while (m == nullptr && std::chrono::steady_clock::now() < deadline + std::chrono::seconds(5)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        m = rte_pktmbuf_alloc(pool);
+      }
+      if (m == nullptr) break;
+      char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(kinds[k].bytes.size()));
+      std::memcpy(data, kinds[k].bytes.data(), kinds[k].bytes.size());
+      // Paced, one at a time: a burst of garbage must not be lost to a full ring.
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (rte_eth_tx_burst(port, 0, &m, 1) == 0) {
+        if (std::chrono::steady_clock::now() > give_up) {
+          rte_pktmbuf_free(m);
+          m = nullptr;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      if (m != nullptr) {
+        ++sent;
+        ++sent_by_kind[k];
+      }
+      // Drain what the switch sends us (a probe port gets nothing, normally).
+      std::array<rte_mbuf*, 32> rx{};
+      const uint16_t n = rte_eth_rx_burst(port, 0, rx.data(), rx.size());
+      for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(rx[i]);
+    }
+  }
+  std::string by_reason;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    absl::StrAppend(&by_reason, k == 0 ? "" : ", ", "\"",
+                    std::string(wire::DecodeErrorName(kinds[k].reason)), "\": ", sent_by_kind[k]);
+  }
+  std::printf("{\"sent\": %d, \"by_reason\": {%s}}\n", sent, by_reason.c_str());
+  std::fflush(stdout);
+
+  const auto hold_until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(absl::GetFlag(FLAGS_hold_s));
+  while (!g_stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < hold_until) {
+    std::array<rte_mbuf*, 32> rx{};
+    const uint16_t n = rte_eth_rx_burst(port, 0, rx.data(), rx.size());
+    for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(rx[i]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  rte_eth_dev_stop(port);
+  rte_eth_dev_close(port);
+  return sent == count * static_cast<int>(kinds.size()) ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace atp::tests
+
+int main(int argc, char** argv) { return atp::tests::Main(argc, argv); }

@@ -1,0 +1,286 @@
+// atp-switchd's configuration file: a good file parses into the structs; every
+// kind of mistake is refused with "<path>:<line>: <reason>" at the right line.
+#include "switch_emulator/daemon/config.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "atp/transport.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace atp::switchd {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr char kPath[] = "tor0.yaml";
+
+wire::Ipv4Address Ip(const char* text) { return *wire::Ipv4Address::Parse(text); }
+
+// kGood: one of everything (line numbers matter to the tests below).
+constexpr char kGood[] = R"(name: tor0                 # line 1
+address: 10.255.0.1
+aggregators: 4096
+partition: dynamic
+ecn_threshold: 32
+orphan_timeout_ms: 20
+dpdk: {memory_mb: 128}
+ports:
+  - {name: w0, type: memif, socket: /tmp/tb/w0.sock, role: server, id: 0, queues: 2}
+  - {name: up, type: memif, socket: /tmp/tb/up.sock, role: client}
+  - {name: v0, type: af_packet, iface: sw0, netns: atptb-tor0}
+  - {name: x0, type: af_xdp, iface: sw1}
+  - {name: n0, type: pci, pci: "0000:3b:00.0"}
+  - {name: u0, type: kernel_udp, bind: "127.0.0.1:47000", peer: "127.0.0.1:47100"}
+routes:
+  - {prefix: 10.1.0.0/24, port: w0}
+  - {prefix: 0.0.0.0/0, port: up}
+multicast:
+  - {group: 239.1.0.1, ports: [w0, v0]}
+jobs:
+  - {id: 1, level: 1, group: 239.1.0.1}
+)";
+
+// ErrorOf: the message ParseSwitchdConfig gives `text`.
+std::string ErrorOf(const std::string& text) {
+  absl::StatusOr<SwitchdConfig> config = ParseSwitchdConfig(text, kPath);
+  EXPECT_FALSE(config.ok()) << "accepted:\n" << text;
+  if (config.ok()) return "";
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(config.status().message());
+}
+
+// At: the message prefix for `line`.
+std::string At(int line) { return absl::StrCat(kPath, ":", line, ": "); }
+
+// Minimal: a valid file with a placeholder appended; lines 1..4 are fixed.
+std::string Minimal(const std::string& tail) {
+  return absl::StrCat(
+      "name: s\n"                                              // 1
+      "address: 10.255.0.1\n"                                  // 2
+      "ports:\n"                                               // 3
+      "  - {name: a, type: memif, socket: /tmp/a.sock}\n",     // 4
+      tail);
+}
+
+TEST(SwitchdConfigTest, GoodFileParses) {
+  absl::StatusOr<SwitchdConfig> config = ParseSwitchdConfig(kGood, kPath);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->name, "tor0");
+  EXPECT_EQ(config->address, Ip("10.255.0.1"));
+  EXPECT_EQ(config->mac, transport::DefaultMacFor(Ip("10.255.0.1")));
+  EXPECT_EQ(config->ecn_threshold, 32u);
+  EXPECT_EQ(config->orphan_timeout, TimeDelta::FromMilliseconds(20));
+  EXPECT_EQ(config->dpdk.memory_mb, 128u);
+  ASSERT_EQ(config->ports.size(), 6u);
+  EXPECT_EQ(config->ports[0].type, PortType::kMemif);
+  EXPECT_EQ(config->ports[0].queues, 2u);
+  EXPECT_EQ(config->ports[0].line, 9);
+  EXPECT_EQ(config->ports[1].role, MemifPortRole::kClient);
+  EXPECT_EQ(config->ports[2].netns, "atptb-tor0");
+  EXPECT_EQ(config->ports[3].type, PortType::kAfXdp);
+  EXPECT_EQ(config->ports[4].pci, "0000:3b:00.0");
+  EXPECT_EQ(config->ports[5].peer_port, 47100);
+  ASSERT_EQ(config->routes.size(), 2u);
+  EXPECT_EQ(config->routes[0].length, 24u);
+  EXPECT_EQ(config->routes[1].port_index, 1u);
+  ASSERT_EQ(config->multicast.size(), 1u);
+  EXPECT_EQ(config->multicast[0].port_indices, (std::vector<uint32_t>{0, 2}));
+  ASSERT_EQ(config->jobs.size(), 1u);
+  EXPECT_EQ(config->jobs[0].levels, switch_emulator::JobLevels::kLevel1);
+  EXPECT_TRUE(config->HasDpdkPorts());
+
+  const switch_emulator::PipelineConfig pipeline = config->ToPipelineConfig();
+  ASSERT_EQ(pipeline.jobs.size(), 1u);
+  EXPECT_EQ(pipeline.jobs[0].multicast_group, Ip("239.1.0.1").value);
+  EXPECT_EQ(pipeline.ecn_threshold, 32u);
+}
+
+TEST(SwitchdConfigTest, StaticPartitionWithSlices) {
+  const std::string text = absl::StrCat(
+      "name: s\naddress: 10.255.0.1\naggregators: 100\npartition: static\n",
+      "ports: [{name: a, type: kernel_udp, bind: '127.0.0.1:1000', peer: '127.0.0.1:2000'}]\n",
+      "multicast: [{group: 239.1.0.1, ports: [a]}, {group: 239.1.0.2, ports: [a]}]\n",
+      "jobs:\n",
+      "  - {id: 1, level: 2, group: 239.1.0.1, aggregators: {first: 0, count: 50}}\n",
+      "  - {id: 2, level: both, group: 239.1.0.2, aggregators: {first: 50, count: 50}}\n");
+  absl::StatusOr<SwitchdConfig> config = ParseSwitchdConfig(text, kPath);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->HasDpdkPorts());
+  ASSERT_TRUE(config->jobs[1].slice.has_value());
+  EXPECT_EQ(config->jobs[1].slice->first, 50u);
+  EXPECT_EQ(config->jobs[1].levels, switch_emulator::JobLevels::kBoth);
+}
+
+TEST(SwitchdConfigTest, YamlSyntaxErrorGivesItsLine) {
+  EXPECT_EQ(ErrorOf("name: s\naddress: 10.0.0.1\nports: [1, 2]]\nx: 1\n"),
+            At(3) + "YAML: illegal flow end");
+  EXPECT_EQ(ErrorOf("name: s\na: b: c\nx: 1\n"), At(2) + "YAML: illegal map value");
+}
+
+TEST(SwitchdConfigTest, EmptyFileIsRefused) {
+  EXPECT_THAT(ErrorOf(""), StartsWith(At(1) + "config: expected a mapping"));
+}
+
+TEST(SwitchdConfigTest, UnknownTopLevelKey) {
+  EXPECT_EQ(ErrorOf(Minimal("aggregatorz: 5\n")), At(5) + "config: unknown key 'aggregatorz'");
+}
+
+TEST(SwitchdConfigTest, UnknownPortKeyOrKeyOfAnotherType) {
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /b,\n     iface: x}\n")),
+            At(6) + "ports[1]: unknown key 'iface'");
+}
+
+TEST(SwitchdConfigTest, DuplicateKey) {
+  EXPECT_THAT(ErrorOf(Minimal("name: t\n")), StartsWith(At(5) + "config: duplicate key 'name'"));
+}
+
+TEST(SwitchdConfigTest, MissingRequiredKeys) {
+  EXPECT_EQ(ErrorOf("address: 10.0.0.1\nports: []\n"), At(1) + "config: missing 'name'");
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b,\n     type: memif}\n")),
+            At(5) + "ports[1]: missing 'socket'");
+}
+
+TEST(SwitchdConfigTest, KeyWithoutValueIsBlamedOnItsLine) {
+  EXPECT_EQ(ErrorOf(Minimal("aggregators:\nbase_port: 1\n")),
+            At(5) + "aggregators: expected an integer, got nothing");
+}
+
+TEST(SwitchdConfigTest, WrongTypes) {
+  EXPECT_EQ(ErrorOf(Minimal("aggregators: many\n")),
+            At(5) + "aggregators: expected a non-negative integer, got 'many'");
+  EXPECT_EQ(ErrorOf(Minimal("aggregators: -4\n")),
+            At(5) + "aggregators: expected a non-negative integer, got '-4'");
+  EXPECT_EQ(ErrorOf(Minimal("routes: {prefix: 1}\n")),
+            At(5) + "routes: expected a list, got a mapping");
+  EXPECT_EQ(ErrorOf(Minimal("dpdk: {hugepages: maybe}\n")),
+            At(5) + "dpdk.hugepages: expected true or false");
+  EXPECT_EQ(ErrorOf(Minimal("dpdk: 5\n")),
+            At(5) + "dpdk: expected a mapping (key: value), got a scalar");
+}
+
+TEST(SwitchdConfigTest, ValuesOutOfRange) {
+  EXPECT_EQ(ErrorOf(Minimal("aggregators: 0\n")), At(5) + "aggregators: 0 is not in 1..16777216");
+  EXPECT_EQ(ErrorOf(Minimal("orphan_timeout_ms: 0\n")),
+            At(5) + "orphan_timeout_ms: 0 is not in 1..3600000");
+  EXPECT_EQ(ErrorOf(Minimal("base_port: 65530\n")), At(5) + "base_port: 65530 is not in 1..65520");
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /b,\n     queues: 17}\n")),
+            At(6) + "ports[1].queues: 17 is not in 1..16");
+}
+
+TEST(SwitchdConfigTest, BadEnumValues) {
+  EXPECT_EQ(ErrorOf(Minimal("partition: fixed\n")),
+            At(5) + "partition: expected one of dynamic, static, got 'fixed'");
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: tap}\n")),
+            At(5) + "ports[1].type: expected one of memif, af_packet, af_xdp, pci, kernel_udp, got 'tap'");
+  EXPECT_THAT(ErrorOf(Minimal("  - {name: b, type: memif, socket: /b, role: master}\n")),
+              StartsWith(At(5) + "ports[1].role: expected one of server, client"));
+}
+
+TEST(SwitchdConfigTest, BadAddresses) {
+  EXPECT_EQ(ErrorOf("name: s\naddress: 10.0.0.300\nports: []\n"),
+            At(2) + "address: '10.0.0.300' is not an IPv4 address (a.b.c.d)");
+  EXPECT_THAT(ErrorOf(Minimal("mac: 02:00:zz:00:00:01\n")), StartsWith(At(5) + "mac: "));
+  EXPECT_THAT(ErrorOf(Minimal("  - {name: u, type: kernel_udp, bind: '127.0.0.1', peer: "
+                              "'127.0.0.1:2000'}\n")),
+              StartsWith(At(5) + "ports[1].bind: '127.0.0.1' is not IPv4:port"));
+  EXPECT_THAT(ErrorOf(Minimal("  - {name: u, type: kernel_udp, bind: '127.0.0.1:1', peer: "
+                              "'127.0.0.1:65530'}\n")),
+              StartsWith(At(5) + "ports[1].peer: '127.0.0.1:65530' is not IPv4:port"));
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: n, type: pci, pci: '3b:00.0'}\n")),
+            At(5) + "ports[1].pci: '3b:00.0' is not a PCI address (0000:3b:00.0)");
+}
+
+TEST(SwitchdConfigTest, PortNames) {
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: a, type: memif, socket: /b}\n")),
+            At(5) + "ports[1].name: duplicate port name 'a' (first on line 4)");
+  EXPECT_THAT(ErrorOf(Minimal("  - {name: 'a b', type: memif, socket: /b}\n")),
+              StartsWith(At(5) + "ports[1].name: 'a b' must be"));
+  EXPECT_EQ(ErrorOf("name: s\naddress: 10.255.0.1\nports: []\n"),
+            At(3) + "ports: needs at least one port");
+}
+
+TEST(SwitchdConfigTest, RoutePrefixSyntax) {
+  for (const char* bad : {"10.1.0.0", "10.1.0.0/33", "10.1.0.0/", "10.1.0/24", "10.1.0.0/2x"}) {
+    EXPECT_THAT(ErrorOf(Minimal(absl::StrCat("routes:\n  - {prefix: '", bad, "', port: a}\n"))),
+                StartsWith(At(6) + "routes[0].prefix: '" + bad + "' is not a.b.c.d/len"))
+        << bad;
+  }
+  EXPECT_EQ(ErrorOf(Minimal("routes:\n  - {prefix: 10.1.0.1/24, port: a}\n")),
+            At(6) + "routes[0].prefix: '10.1.0.1/24' has bits set beyond its length");
+  EXPECT_EQ(ErrorOf(Minimal("routes:\n  - {prefix: 10.1.0.0/24, port: a}\n"
+                            "  - {prefix: 10.1.0.0/24, port: a}\n")),
+            At(7) + "routes[1].prefix: '10.1.0.0/24' is already routed (line 6)");
+}
+
+TEST(SwitchdConfigTest, RouteToUnknownPort) {
+  EXPECT_EQ(ErrorOf(Minimal("routes:\n  - {prefix: 0.0.0.0/0,\n     port: nope}\n")),
+            At(7) + "routes[0].port: no port named 'nope'");
+}
+
+TEST(SwitchdConfigTest, MulticastTable) {
+  EXPECT_EQ(ErrorOf(Minimal("multicast:\n  - {group: 10.1.0.1, ports: [a]}\n")),
+            At(6) + "multicast[0].group: 10.1.0.1 is not a multicast address (224.0.0.0/4)");
+  EXPECT_EQ(ErrorOf(Minimal("multicast:\n  - {group: 239.1.0.1, ports: [a]}\n"
+                            "  - {group: 239.1.0.1, ports: [a]}\n")),
+            At(7) + "multicast[1].group: 239.1.0.1 is already listed (line 6)");
+  EXPECT_EQ(ErrorOf(Minimal("multicast:\n  - {group: 239.1.0.1,\n     ports: [a, zz]}\n")),
+            At(7) + "multicast[0].ports[1]: no port named 'zz'");
+  EXPECT_EQ(ErrorOf(Minimal("multicast:\n  - {group: 239.1.0.1, ports: [a, a]}\n")),
+            At(6) + "multicast[0].ports[1]: port 'a' is listed twice");
+  EXPECT_EQ(ErrorOf(Minimal("multicast:\n  - {group: 239.1.0.1, ports: []}\n")),
+            At(6) + "multicast[0].ports: needs at least one port");
+}
+
+TEST(SwitchdConfigTest, Jobs) {
+  const std::string groups = "multicast:\n  - {group: 239.1.0.1, ports: [a]}\njobs:\n";  // 5..7
+  EXPECT_EQ(ErrorOf(Minimal(groups + "  - {id: 0, level: 1, group: 239.1.0.1}\n")),
+            At(8) + "jobs[0].id: 0 is not in 1..255");
+  EXPECT_EQ(ErrorOf(Minimal(groups + "  - {id: 256, level: 1, group: 239.1.0.1}\n")),
+            At(8) + "jobs[0].id: 256 is not in 1..255");
+  EXPECT_EQ(ErrorOf(Minimal(groups + "  - {id: 3, level: 1, group: 239.1.0.1}\n"
+                                     "  - {id: 3, level: 2, group: 239.1.0.1}\n")),
+            At(9) + "jobs[1].id: job 3 is already listed (line 8)");
+  EXPECT_EQ(ErrorOf(Minimal(groups + "  - {id: 3, level: 3, group: 239.1.0.1}\n")),
+            At(8) + "jobs[0].level: expected one of 1, 2, both, got '3'");
+  EXPECT_EQ(ErrorOf(Minimal(groups + "  - {id: 3, level: 1,\n     group: 239.1.0.9}\n")),
+            At(9) + "jobs[0].group: 239.1.0.9 is not in the multicast table");
+  EXPECT_EQ(ErrorOf(Minimal(groups + "  - {id: 3, level: 1, group: 239.1.0.1,\n"
+                                     "     aggregators: {first: 0, count: 1}}\n")),
+            At(9) + "jobs[0].aggregators: a slice needs partition: static");
+}
+
+TEST(SwitchdConfigTest, StaticSlices) {
+  const std::string head =
+      "name: s\naddress: 10.255.0.1\naggregators: 100\npartition: static\n"      // 1..4
+      "ports: [{name: a, type: memif, socket: /a}]\n"                            // 5
+      "multicast: [{group: 239.1.0.1, ports: [a]}]\n"                            // 6
+      "jobs:\n";                                                                 // 7
+  EXPECT_EQ(ErrorOf(head + "  - {id: 1, level: 1, group: 239.1.0.1}\n"),
+            At(8) + "jobs[0]: partition: static needs 'aggregators: {first: N, count: M}'");
+  EXPECT_EQ(ErrorOf(head + "  - {id: 1, level: 1, group: 239.1.0.1, aggregators: {first: 100, "
+                           "count: 1}}\n"),
+            At(8) + "jobs[0].aggregators.first: 100 is not in 0..99");
+  EXPECT_EQ(ErrorOf(head + "  - {id: 1, level: 1, group: 239.1.0.1, aggregators: {first: 90, "
+                           "count: 20}}\n"),
+            At(8) + "jobs[0].aggregators.count: 20 is not in 1..10");
+  EXPECT_EQ(ErrorOf(head + "  - {id: 1, level: 1, group: 239.1.0.1, aggregators: {first: 0, "
+                           "count: 50}}\n"
+                           "  - {id: 2, level: 1, group: 239.1.0.1,\n"
+                           "     aggregators: {first: 40, count: 20}}\n"),
+            At(10) + "jobs[1].aggregators: [40, 60) overlaps job 1's [0, 50) (line 8)");
+  EXPECT_EQ(ErrorOf(head + "  - {id: 1, level: 1, group: 239.1.0.1, aggregators: {first: 0}}\n"),
+            At(8) + "jobs[0].aggregators: missing 'count'");
+}
+
+TEST(SwitchdConfigTest, LoadReportsUnreadableFile) {
+  absl::StatusOr<SwitchdConfig> config = LoadSwitchdConfig("/nonexistent/atp/switchd.yaml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("/nonexistent/atp/switchd.yaml: cannot read"));
+}
+
+}  // namespace
+}  // namespace atp::switchd

@@ -1,0 +1,87 @@
+// atp-switchd's forwarding tables: longest prefix wins, the default route
+// catches the rest, multicast groups map to their ports.
+#include "switch_emulator/daemon/routing.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace atp::switchd {
+namespace {
+
+uint32_t Ip(const char* text) { return wire::Ipv4Address::Parse(text)->value; }
+wire::Ipv4Address Addr(const char* text) { return *wire::Ipv4Address::Parse(text); }
+
+TEST(RouteTableTest, EmptyTableRoutesNothing) {
+  RouteTable routes;
+  EXPECT_EQ(routes.Lookup(Ip("10.1.0.1")), std::nullopt);
+  EXPECT_EQ(routes.port_limit(), 0u);
+}
+
+TEST(RouteTableTest, LongestPrefixWins) {
+  RouteTable routes;
+  ASSERT_TRUE(routes.Add(Addr("0.0.0.0"), 0, 9).ok());
+  ASSERT_TRUE(routes.Add(Addr("10.0.0.0"), 8, 1).ok());
+  ASSERT_TRUE(routes.Add(Addr("10.1.0.0"), 24, 2).ok());
+  ASSERT_TRUE(routes.Add(Addr("10.1.0.7"), 32, 3).ok());
+  ASSERT_TRUE(routes.Add(Addr("10.1.0.128"), 25, 4).ok());
+  EXPECT_EQ(routes.Lookup(Ip("10.1.0.7")), 3u);
+  EXPECT_EQ(routes.Lookup(Ip("10.1.0.8")), 2u);
+  EXPECT_EQ(routes.Lookup(Ip("10.1.0.200")), 4u);
+  EXPECT_EQ(routes.Lookup(Ip("10.1.1.1")), 1u);
+  EXPECT_EQ(routes.Lookup(Ip("10.255.255.255")), 1u);
+  EXPECT_EQ(routes.Lookup(Ip("11.0.0.0")), 9u);
+  EXPECT_EQ(routes.Lookup(Ip("239.1.0.1")), 9u);
+  EXPECT_EQ(routes.size(), 5u);
+  EXPECT_EQ(routes.port_limit(), 10u);
+}
+
+TEST(RouteTableTest, OrderOfInsertionDoesNotMatter) {
+  RouteTable a, b;
+  const std::vector<std::tuple<const char*, uint32_t, uint32_t>> entries = {
+      {"10.1.0.0", 24, 2}, {"0.0.0.0", 0, 9}, {"10.1.0.0", 16, 5}};
+  for (auto [p, l, port] : entries) ASSERT_TRUE(a.Add(Addr(p), l, port).ok());
+  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    ASSERT_TRUE(b.Add(Addr(std::get<0>(*it)), std::get<1>(*it), std::get<2>(*it)).ok());
+  }
+  for (const char* ip : {"10.1.0.3", "10.1.9.3", "10.2.0.0", "1.2.3.4"}) {
+    EXPECT_EQ(a.Lookup(Ip(ip)), b.Lookup(Ip(ip))) << ip;
+  }
+  EXPECT_EQ(a.Lookup(Ip("10.1.9.3")), 5u);
+}
+
+TEST(RouteTableTest, RefusesBadRoutes) {
+  RouteTable routes;
+  EXPECT_EQ(routes.Add(Addr("10.1.0.0"), 33, 0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(routes.Add(Addr("10.1.0.1"), 24, 0).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(routes.Add(Addr("10.1.0.0"), 24, 0).ok());
+  EXPECT_EQ(routes.Add(Addr("10.1.0.0"), 24, 1).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(routes.Lookup(Ip("10.1.0.1")), 0u) << "the refused route changed nothing";
+}
+
+TEST(MulticastTableTest, GroupsMapToTheirPorts) {
+  MulticastTable groups;
+  ASSERT_TRUE(groups.Add(Addr("239.1.0.1"), {0, 2, 3}).ok());
+  ASSERT_TRUE(groups.Add(Addr("239.1.0.2"), {1}).ok());
+  EXPECT_EQ(std::vector<uint32_t>(groups.Ports(Ip("239.1.0.1")).begin(),
+                                  groups.Ports(Ip("239.1.0.1")).end()),
+            (std::vector<uint32_t>{0, 2, 3}));
+  EXPECT_EQ(groups.Ports(Ip("239.1.0.2")).size(), 1u);
+  EXPECT_TRUE(groups.Ports(Ip("239.1.0.3")).empty());
+  EXPECT_EQ(groups.port_limit(), 4u);
+}
+
+TEST(MulticastTableTest, RefusesBadGroups) {
+  MulticastTable groups;
+  EXPECT_EQ(groups.Add(Addr("10.1.0.1"), {0}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(groups.Add(Addr("239.1.0.1"), {}).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(groups.Add(Addr("239.1.0.1"), {0}).ok());
+  EXPECT_EQ(groups.Add(Addr("239.1.0.1"), {1}).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(IsMulticastAddress(Ip("224.0.0.1")));
+  EXPECT_TRUE(IsMulticastAddress(Ip("239.255.255.255")));
+  EXPECT_FALSE(IsMulticastAddress(Ip("240.0.0.1")));
+  EXPECT_FALSE(IsMulticastAddress(Ip("223.255.255.255")));
+}
+
+}  // namespace
+}  // namespace atp::switchd
