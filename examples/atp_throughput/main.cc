@@ -251,6 +251,13 @@ int ReportWorker(const EndpointSpec& spec, int64_t n, int iterations, const Work
     j["retransmissions"] = stats.retransmissions;
     j["timeouts"] = stats.timeouts;
     j["ecn_marks"] = stats.ecn_marks;
+    j["loss_events"] = stats.loss_events;
+    j["window"] = stats.window;  // at the end, summed over the queues
+    if (!stats.queues.empty()) {
+      // Queue 0's smoothed round trip and timeout at the end (diagnosis).
+      j["srtt_us"] = absl::ToDoubleMicroseconds(stats.queues[0].srtt);
+      j["rto_us"] = absl::ToDoubleMicroseconds(stats.queues[0].rto);
+    }
     j["wrong_values"] = run.wrong_values;
     j["verified"] = verified;
     j["device"] = device;

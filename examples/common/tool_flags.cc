@@ -29,6 +29,14 @@ ABSL_FLAG(int, rto_floor_us, 1000,
 ABSL_FLAG(int, max_sleep_us, 1000,
           "Longest sleep of an idle I/O thread, microseconds (the loopback transport cannot wake "
           "a sleeping receiver, so this bounds the latency it adds per hop).");
+ABSL_FLAG(int, spin_iterations, atp::PollingOptions{}.spin_iterations,
+          "Idle rounds an I/O thread spins (no syscall) before it yields.");
+ABSL_FLAG(int, yield_iterations, atp::PollingOptions{}.yield_iterations,
+          "Idle rounds an I/O thread yields the CPU (sched_yield) after spinning, before it "
+          "sleeps.");
+ABSL_FLAG(int, min_sleep_us, 20,
+          "First sleep of an idle I/O thread, microseconds; each further idle sleep doubles, up "
+          "to --max_sleep_us.");
 ABSL_FLAG(bool, busy_poll, false,
           "I/O threads never sleep (lowest latency; needs a core per thread). Default: adaptive "
           "back-off (spin, yield, then sleep).");
@@ -130,8 +138,11 @@ std::string ResolvedTransportFlag(const std::string& fallback) {
 PollingOptions PollingFromFlags() {
   if (absl::GetFlag(FLAGS_busy_poll)) return PollingOptions::BusyPolling();
   PollingOptions polling;
+  polling.spin_iterations = static_cast<uint32_t>(std::max(absl::GetFlag(FLAGS_spin_iterations), 0));
+  polling.yield_iterations = static_cast<uint32_t>(std::max(absl::GetFlag(FLAGS_yield_iterations), 0));
   polling.max_sleep = absl::Microseconds(absl::GetFlag(FLAGS_max_sleep_us));
-  polling.min_sleep = std::min(polling.min_sleep, polling.max_sleep);
+  polling.min_sleep = std::min(absl::Microseconds(std::max(absl::GetFlag(FLAGS_min_sleep_us), 1)),
+                               polling.max_sleep);
   return polling;
 }
 

@@ -25,10 +25,13 @@ bool OpState::Finish(absl::Status status) {
     status_ = std::move(status);
     final_status = status_;
     callback = std::move(on_finish_);
+    // Counted before done_ is published and the lock released, so that
+    // whoever sees the operation finished (a waiter, done()) also sees it
+    // counted in the worker's stats.
+    if (finished_counter_ != nullptr) finished_counter_->fetch_add(1, std::memory_order_relaxed);
     done_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
-  if (finished_counter_ != nullptr) finished_counter_->fetch_add(1, std::memory_order_relaxed);
   if (callback) callback(final_status);
   return true;
 }

@@ -47,6 +47,14 @@ ABSL_FLAG(std::string, log_level, "info", "Log level: trace, debug, info, warn, 
 ABSL_FLAG(int, max_sleep_us, 500,
           "Longest sleep of the idle datapath thread, microseconds (the latency an idle switch "
           "adds to the first frame after a pause). It spins, then yields, then sleeps.");
+ABSL_FLAG(int, spin_iterations, atp::PollingOptions{}.spin_iterations,
+          "Idle rounds the datapath thread spins (no syscall) before it yields.");
+ABSL_FLAG(int, yield_iterations, atp::PollingOptions{}.yield_iterations,
+          "Idle rounds the datapath thread yields the CPU (sched_yield) after spinning, before "
+          "it sleeps.");
+ABSL_FLAG(int, min_sleep_us, 20,
+          "First sleep of the idle datapath thread, microseconds; each further idle sleep doubles, "
+          "up to --max_sleep_us.");
 ABSL_FLAG(bool, busy_poll, false,
           "The datapath thread never sleeps nor yields (lowest latency; takes a whole core).");
 
@@ -160,8 +168,14 @@ int Main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_busy_poll)) {
     options.polling = PollingOptions::BusyPolling();
   } else {
+    options.polling.spin_iterations =
+        static_cast<uint32_t>(std::max(absl::GetFlag(FLAGS_spin_iterations), 0));
+    options.polling.yield_iterations =
+        static_cast<uint32_t>(std::max(absl::GetFlag(FLAGS_yield_iterations), 0));
     options.polling.max_sleep = absl::Microseconds(absl::GetFlag(FLAGS_max_sleep_us));
-    options.polling.min_sleep = std::min(options.polling.min_sleep, options.polling.max_sleep);
+    options.polling.min_sleep =
+        std::min(absl::Microseconds(std::max(absl::GetFlag(FLAGS_min_sleep_us), 1)),
+                 options.polling.max_sleep);
   }
   if (ports->dpdk) {
     options.on_thread_start = DpdkThreadStartHook();

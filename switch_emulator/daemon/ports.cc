@@ -103,6 +103,10 @@ absl::StatusOr<std::unique_ptr<transport::DpdkDevice>> OpenDpdkPort(const Switch
   options.destinations = transport::DpdkDestinations::kAny;
   options.promiscuous = transport::DpdkPromiscuous::kOn;
   options.link_timeout = TimeDelta::Zero();  // memif clients wait below, after every port is open
+  // One datapath thread polls every queue of every port: a memif client port
+  // whose server restarts reconnects from that thread (DpdkReconnect::kAuto).
+  options.reconnect = transport::DpdkReconnect::kAuto;
+  options.polling = transport::DpdkPolling::kOneThread;
   options.source = transport::DpdkPortSource::kCreateVdev;
   switch (port.type) {
     case PortType::kMemif: {

@@ -11,7 +11,9 @@
 // (a NIC is probed from the EAL's PCI allow-list). A memif server port removes
 // a stale socket file left by a dead process (and refuses one a live process
 // listens on); once every port is open, startup waits up to
-// SwitchdConfig::link_timeout for each memif client port's link.
+// SwitchdConfig::link_timeout for each memif client port's link. A memif
+// client port whose server goes away reconnects by itself (every 200 ms,
+// from the datapath thread) once the server is back.
 #ifndef ATP_SWITCH_EMULATOR_DAEMON_PORTS_H_
 #define ATP_SWITCH_EMULATOR_DAEMON_PORTS_H_
 

@@ -16,6 +16,7 @@
 #include "transport/dpdk/dpdk_queue.h"
 #include "transport/dpdk/flow_steering.h"
 #include "transport/dpdk/interrupt_barrier.h"
+#include "transport/dpdk/interrupt_gate.h"
 #include "transport/dpdk/mbuf_pool.h"
 #include "transport/dpdk/netns.h"
 #include "transport/dpdk/peer_table.h"
@@ -47,7 +48,7 @@ bool IsZero(const wire::MacAddress& mac) {
   return std::all_of(mac.bytes.begin(), mac.bytes.end(), [](uint8_t b) { return b == 0; });
 }
 
-class DpdkPortDevice final : public DpdkDevice {
+class DpdkPortDevice final : public DpdkDevice, private internal::PortRestarter {
  public:
   explicit DpdkPortDevice(const DpdkOptions& options) : options_(options), address_(options.address) {}
   ~DpdkPortDevice() override;
@@ -69,8 +70,23 @@ class DpdkPortDevice final : public DpdkDevice {
   absl::Status WaitForLink(TimeDelta timeout) override;
   DpdkPortStats port_stats() const override;
   absl::Status AddPeer(const DpdkPeer& peer) override { return peers_.Add(peer); }
+  absl::Status Reconnect() override;
 
  private:
+  // RestartIfDown (PortRestarter): from queue 0's thread, holding the gate.
+  void RestartIfDown() override;
+  // RestartPort: stops and starts the port (a memif client connects when it
+  // starts); the caller holds the gate. False: the start failed (no server).
+  bool RestartPort();
+  // Gated: runs `body` holding the interrupt gate (memif), or just runs it.
+  template <typename Body>
+  auto Gated(Body body) {
+    if (gate_ == nullptr) return body();
+    gate_->Enter(control_slot_);
+    auto result = body();
+    gate_->Leave(control_slot_);
+    return result;
+  }
   absl::Status FindPort();
   absl::Status ConfigurePort();
   absl::Status SetUpSteering();
@@ -85,6 +101,11 @@ class DpdkPortDevice final : public DpdkDevice {
   Steering steering_ = Steering::kSoftware;
   uint64_t tx_offloads_ = 0;
   std::string driver_name_;
+  bool memif_client_ = false;
+  // memif ports: the process's interrupt gate and this device's control-path
+  // slot in it (interrupt_gate.h).
+  std::shared_ptr<internal::InterruptGate> gate_;
+  internal::GateSlot control_slot_;
   std::vector<rte_flow*> flows_;
   internal::PeerTable peers_;
   std::unique_ptr<internal::SteeringRings> steering_rings_;
@@ -128,6 +149,18 @@ absl::Status DpdkPortDevice::ConfigurePort() {
     return RteErrorStatus(ret, absl::StrCat("rte_eth_dev_info_get(", options_.port, ")"));
   }
   driver_name_ = info.driver_name;
+  if (driver_name_ == "net_memif") {
+    memif_client_ = options_.vdev_args.find("role=client") != std::string::npos;
+    ATP_ASSIGN_OR_RETURN(gate_, internal::InterruptGate::Acquire());
+    control_slot_.port_id = port_id_;
+    gate_->Register(&control_slot_);
+  }
+  // A memif client reconnects by itself from queue 0's thread when that
+  // thread is the only one polling the port (stop/start is not safe while
+  // another thread is inside a burst on it).
+  const bool auto_reconnect =
+      memif_client_ && options_.reconnect == DpdkReconnect::kAuto &&
+      (n == 1 || options_.polling == DpdkPolling::kOneThread);
   if (info.max_rx_queues < n || info.max_tx_queues < n) {
     return absl::FailedPreconditionError(absl::StrCat(
         "port ", options_.port, " (", info.driver_name, ") has ", info.max_rx_queues, " RX and ",
@@ -205,6 +238,8 @@ absl::Status DpdkPortDevice::ConfigurePort() {
     config.tx_ring_frames = options_.device.tx_ring_frames;
     config.tx_free = tx_free;
     config.destinations = options_.destinations;
+    config.gate = gate_.get();
+    config.restarter = auto_reconnect && q == 0 ? this : nullptr;
     MbufPool* rx_mempool = rx_pool.get();
     queues_.push_back(std::make_unique<DpdkQueue>(config, &peers_, steering_rings_.get(),
                                                   std::move(rx_pool), std::move(tx_pool)));
@@ -218,11 +253,37 @@ absl::Status DpdkPortDevice::ConfigurePort() {
       return RteErrorStatus(ret, absl::StrCat("rte_eth_promiscuous_enable(", options_.port, ")"));
     }
   }
-  if (int ret = rte_eth_dev_start(port_id_); ret != 0) {
+  const int ret = Gated([&] { return rte_eth_dev_start(port_id_); });
+  if (ret != 0) {
+    // A memif client fails to start when no server listens yet: its link
+    // stays down until a restart finds one (WaitForLink, Reconnect, kAuto).
+    if (memif_client_) return absl::OkStatus();
     return RteErrorStatus(ret, absl::StrCat("rte_eth_dev_start(", options_.port,
                                             ") (too few RX mbufs for the descriptors?)"));
   }
   port_started_ = true;
+  return absl::OkStatus();
+}
+
+bool DpdkPortDevice::RestartPort() {
+  (void)rte_eth_dev_stop(port_id_);
+  port_started_ = rte_eth_dev_start(port_id_) == 0;
+  // The handshake runs on the interrupt thread: let it start now.
+  if (port_started_ && gate_ != nullptr) gate_->Hurry();
+  return port_started_;
+}
+
+void DpdkPortDevice::RestartIfDown() {
+  if (!link_up()) (void)RestartPort();
+}
+
+absl::Status DpdkPortDevice::Reconnect() {
+  if (!memif_client_) return absl::OkStatus();
+  const bool started = Gated([&] { return link_up() || RestartPort(); });
+  if (!started) {
+    return absl::UnavailableError(absl::StrCat("memif client ", options_.port,
+                                               ": no server accepted the connection"));
+  }
   return absl::OkStatus();
 }
 
@@ -262,20 +323,14 @@ absl::Status DpdkPortDevice::WaitForLink(TimeDelta timeout) {
                         std::chrono::nanoseconds(timeout.ToNanoseconds());
   auto pause = std::chrono::microseconds(100);
   // A memif client connects once, when the port starts: if the server was not
-  // listening yet, restarting the port is what tries again.
-  const bool memif_client = driver_name_ == "net_memif" &&
-                            options_.vdev_args.find("role=client") != std::string::npos;
+  // listening yet, restarting the port is what tries again (holding the
+  // interrupt gate, so that the interrupt thread's memif work cannot overlap).
   constexpr auto kReconnectEvery = std::chrono::milliseconds(200);
   auto next_reconnect = std::chrono::steady_clock::now() + kReconnectEvery;
+  if (memif_client_ && !port_started_) next_reconnect = std::chrono::steady_clock::now();
   while (!link_up()) {
-    if (memif_client && std::chrono::steady_clock::now() >= next_reconnect) {
-      (void)internal::InterruptThreadBarrier(TimeDelta::FromSeconds(1));
-      (void)rte_eth_dev_stop(port_id_);
-      (void)internal::InterruptThreadBarrier(TimeDelta::FromSeconds(1));
-      if (int ret = rte_eth_dev_start(port_id_); ret != 0) {
-        port_started_ = false;
-        return RteErrorStatus(ret, absl::StrCat("rte_eth_dev_start(", options_.port, ") again"));
-      }
+    if (memif_client_ && std::chrono::steady_clock::now() >= next_reconnect) {
+      (void)Gated([&] { return RestartPort(); });
       next_reconnect = std::chrono::steady_clock::now() + kReconnectEvery;
     }
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -289,10 +344,13 @@ absl::Status DpdkPortDevice::WaitForLink(TimeDelta timeout) {
   if (driver_name_ == "net_memif") {
     // memif's server sends into buffers its client supplies, and the client
     // supplies them when it receives: a receive of 0 frames primes the rings.
-    for (uint16_t q = 0; q < num_queues(); ++q) {
-      rte_mbuf* none[1];
-      (void)rte_eth_rx_burst(port_id_, q, none, 0);
-    }
+    Gated([&] {
+      for (uint16_t q = 0; q < num_queues(); ++q) {
+        rte_mbuf* none[1];
+        (void)rte_eth_rx_burst(port_id_, q, none, 0);
+      }
+      return 0;
+    });
   }
   return absl::OkStatus();
 }
@@ -322,17 +380,20 @@ void DpdkPortDevice::ClosePort() {
   if (port_found_) {
     internal::RemoveFlowSteering(port_id_, flows_);
     if (memif) (void)internal::InterruptThreadBarrier(kBarrierTimeout);
-    if (port_started_) (void)rte_eth_dev_stop(port_id_);
+    // Holding the gate: the interrupt thread does no memif work meanwhile.
+    if (port_started_) (void)Gated([&] { return rte_eth_dev_stop(port_id_); });
     if (memif) (void)internal::InterruptThreadBarrier(kBarrierTimeout);
-    (void)rte_eth_dev_close(port_id_);
+    (void)Gated([&] { return rte_eth_dev_close(port_id_); });
   }
-  if (vdev_created_) (void)rte_vdev_uninit(options_.port.c_str());
+  if (vdev_created_) (void)Gated([&] { return rte_vdev_uninit(options_.port.c_str()); });
 }
 
 DpdkPortDevice::~DpdkPortDevice() {
   ClosePort();
   // The port is closed: nothing touches the queues' rings or pools any more.
   queues_.clear();
+  if (gate_ != nullptr) gate_->Unregister(&control_slot_);
+  gate_.reset();
   steering_rings_.reset();
   internal::SweepMempools();
 }

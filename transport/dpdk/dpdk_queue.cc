@@ -26,9 +26,15 @@ DpdkQueue::DpdkQueue(const DpdkQueueConfig& config, const PeerTable* peers,
   capabilities_.tx_segmentation = TxSegmentation::kSoftware;
   capabilities_.rx_coalescing = RxCoalescing::kNone;
   capabilities_.steering = Steering::kSoftware;
+  gate_slot_.port_id = config.port_id;
+  if (config_.gate != nullptr) config_.gate->Register(&gate_slot_);
+  restart_check_cycles_ = static_cast<uint64_t>(
+      static_cast<double>(rte_get_tsc_hz()) *
+      static_cast<double>(kRestartCheckEvery.ToNanoseconds()) / 1e9);
 }
 
 DpdkQueue::~DpdkQueue() {
+  if (config_.gate != nullptr) config_.gate->Unregister(&gate_slot_);
   const size_t mask = tx_ring_.size() - 1;
   for (; tx_count_ > 0; --tx_count_, tx_head_ = (tx_head_ + 1) & mask) {
     FreeMbuf(tx_ring_[tx_head_]);
@@ -51,15 +57,21 @@ size_t DpdkQueue::RxBurst(std::span<FrameRef> frames) {
     n += got;
     if (got < want) break;
   }
-  // Then this queue's own hardware RX queue, which only this thread reads.
-  while (n < frames.size()) {
-    const size_t want = std::min(kChunk, frames.size() - n);
-    const uint16_t got = rte_eth_rx_burst(config_.port_id, static_cast<uint16_t>(config_.index),
-                                          mbufs, static_cast<uint16_t>(want));
-    MbufsFromDriver(mbufs, got);
-    n += SortReceived(mbufs, got, frames.data() + n);
-    if (config_.num_queues > 1) PostOutboxes();
-    if (got < want) break;
+  // Then this queue's own hardware RX queue, which only this thread reads
+  // (memif: while the interrupt gate keeps the driver's teardown out).
+  InterruptGate* const gate = config_.gate;
+  if (n < frames.size() && (gate == nullptr || gate->TryEnter(gate_slot_))) {
+    while (n < frames.size()) {
+      const size_t want = std::min(kChunk, frames.size() - n);
+      const uint16_t got = rte_eth_rx_burst(config_.port_id, static_cast<uint16_t>(config_.index),
+                                            mbufs, static_cast<uint16_t>(want));
+      MbufsFromDriver(mbufs, got);
+      n += SortReceived(mbufs, got, frames.data() + n);
+      if (config_.num_queues > 1) PostOutboxes();
+      if (got == 0 && config_.restarter != nullptr) MaybeRestartPort();
+      if (got < want) break;
+    }
+    if (gate != nullptr) gate->Leave(gate_slot_);
   }
   rx_pool_->NoteHandedOut(n);
   stats_.rx_frames += n;
@@ -221,7 +233,17 @@ size_t DpdkQueue::TxSegmented(const SegmentationJob& job) {
   return n;
 }
 
+void DpdkQueue::MaybeRestartPort() {
+  const uint64_t now = rte_get_tsc_cycles();
+  if (now < next_restart_check_) return;
+  next_restart_check_ = now + restart_check_cycles_;
+  config_.restarter->RestartIfDown();
+}
+
 void DpdkQueue::DrainTx() {
+  if (tx_count_ == 0) return;
+  InterruptGate* const gate = config_.gate;
+  if (gate != nullptr && !gate->TryEnter(gate_slot_)) return;  // frames wait on the ring
   const size_t size = tx_ring_.size();
   while (tx_count_ > 0) {
     const size_t run = std::min({tx_count_, size - tx_head_, kChunk});
@@ -232,6 +254,10 @@ void DpdkQueue::DrainTx() {
     tx_count_ -= sent;
     if (sent < run) break;
   }
+  // Frames the port refuses (a memif client whose link is down): the
+  // restarter's turn too, for a queue that only sends.
+  if (tx_count_ > 0 && config_.restarter != nullptr) MaybeRestartPort();
+  if (gate != nullptr) gate->Leave(gate_slot_);
 }
 
 size_t DpdkQueue::Flush() {

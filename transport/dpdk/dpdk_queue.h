@@ -15,6 +15,7 @@
 #include "atp/transport/dpdk.h"
 #include "transport/common/frame_layout.h"
 #include "transport/dpdk/dpdk_headers.h"
+#include "transport/dpdk/interrupt_gate.h"
 #include "transport/dpdk/mbuf_pool.h"
 #include "transport/dpdk/peer_table.h"
 #include "transport/dpdk/steering_rings.h"
@@ -27,6 +28,18 @@ enum class TxFreePolicy : uint8_t {
   kOwnPoolOnly,       // MBUF_FAST_FREE is on: only this queue's tx_pool mbufs
 };
 
+// PortRestarter: the device's side of a memif client that reconnects by
+// itself (DpdkReconnect::kAuto): a queue calls RestartIfDown from its own
+// thread, holding the interrupt gate, at most every kRestartCheckEvery while
+// its port gives it nothing.
+class PortRestarter {
+ public:
+  virtual void RestartIfDown() = 0;
+
+ protected:
+  ~PortRestarter() = default;
+};
+
 // DpdkQueueConfig: what a queue needs from its device.
 struct DpdkQueueConfig {
   uint16_t port_id = 0;
@@ -37,6 +50,11 @@ struct DpdkQueueConfig {
   uint32_t tx_ring_frames = 1024;
   TxFreePolicy tx_free = TxFreePolicy::kAnyMbuf;
   DpdkDestinations destinations = DpdkDestinations::kKnownPeers;
+  // gate: set for memif ports (interrupt_gate.h): every burst holds it.
+  InterruptGate* gate = nullptr;
+  // restarter: set on the one queue that restarts its port when the link is
+  // down (queue 0 of a memif client with DpdkReconnect::kAuto).
+  PortRestarter* restarter = nullptr;
 };
 
 class DpdkQueue final : public Queue {
@@ -64,6 +82,8 @@ class DpdkQueue final : public Queue {
 
   // kChunk: mbufs per rte_eth_rx_burst / rte_ring call.
   static constexpr size_t kChunk = 64;
+  // kRestartCheckEvery: how often a queue with a restarter looks at the link.
+  static constexpr TimeDelta kRestartCheckEvery = TimeDelta::FromMilliseconds(200);
 
  private:
   // SortReceived: classifies what the hardware queue returned: frames for
@@ -85,6 +105,9 @@ class DpdkQueue final : public Queue {
   // DrainTx: hands the software transmit ring to the port, oldest first,
   // until the port refuses or the ring is empty.
   void DrainTx();
+  // MaybeRestartPort: the restarter's turn, when kRestartCheckEvery has
+  // passed; the caller holds the gate.
+  void MaybeRestartPort();
 
   const DpdkQueueConfig config_;
   const PeerTable* const peers_;
@@ -110,6 +133,10 @@ class DpdkQueue final : public Queue {
   uint32_t cached_queues_ = 0;
 
   QueueStats stats_;
+
+  GateSlot gate_slot_;              // this queue's thread, inside a burst
+  uint64_t next_restart_check_ = 0;  // TSC cycles
+  uint64_t restart_check_cycles_ = 0;
 };
 
 }  // namespace atp::transport::internal

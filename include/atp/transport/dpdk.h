@@ -15,6 +15,14 @@
 //   options.peers.push_back({switch_address, 4});
 //   ATP_ASSIGN_OR_RETURN(std::unique_ptr<DpdkDevice> device, OpenDpdkDevice(options));
 //
+// memif: a peer process may die or restart at any time. The EAL interrupt
+// thread tears the connection down (DPDK's memif unmaps the shared memory
+// there); libatp's queues and that thread take turns through an interrupt
+// gate (transport/dpdk/interrupt_gate.h), so a queue is never inside the
+// driver meanwhile (RxBurst returns nothing, TxBurst keeps frames for a few
+// microseconds every 10 ms). A memif client reconnects to a server that came
+// back (DpdkReconnect), and a server accepts a new client by itself.
+//
 // Frames are mbufs, never copied on receive: FrameRef::handle is the
 // rte_mbuf*, FrameRef::data its data, and every pool is an rte_mempool (see
 // "Pools" below). A port has one hardware RX and one hardware TX queue per
@@ -150,6 +158,21 @@ enum class DpdkDestinations : uint8_t {
 // DpdkPromiscuous: whether the port receives frames for other MACs.
 enum class DpdkPromiscuous : uint8_t { kOff, kOn };
 
+// DpdkReconnect: what a memif client port does while its link is down (its
+// server died or closed the port): memif connects only when a port starts,
+// so reconnecting means restarting the port.
+enum class DpdkReconnect : uint8_t {
+  kAuto,    // queue 0's RxBurst / Flush restart it, at most every 200 ms, when that
+            // thread polls every queue (one queue, or DpdkPolling::kOneThread)
+  kManual,  // only DpdkDevice::Reconnect restarts it
+};
+
+// DpdkPolling: which threads poll the device's queues.
+enum class DpdkPolling : uint8_t {
+  kThreadPerQueue,  // possibly one thread per queue
+  kOneThread,       // one thread polls every queue (a switch's datapath)
+};
+
 // DpdkPeer: a node reachable through the port, with its number of queues.
 struct DpdkPeer {
   DeviceAddress address;
@@ -179,6 +202,9 @@ struct DpdkOptions {
   // link_timeout: how long OpenDpdkDevice waits for the link (a memif peer
   // connecting, a NIC negotiating); zero: do not wait (see DpdkDevice::WaitForLink).
   TimeDelta link_timeout = TimeDelta::FromSeconds(2);
+  // reconnect, polling: memif clients (see DpdkReconnect).
+  DpdkReconnect reconnect = DpdkReconnect::kAuto;
+  DpdkPolling polling = DpdkPolling::kThreadPerQueue;
 
   absl::Status Validate() const;
 };
@@ -213,6 +239,15 @@ class DpdkDevice : public Device {
   virtual DpdkPortStats port_stats() const = 0;
   // AddPeer: control path, no queue may be running. AlreadyExists if known.
   virtual absl::Status AddPeer(const DpdkPeer& peer) = 0;
+  // Reconnect: a memif client whose link is down restarts its port, which
+  // connects to the server if one listens (the handshake then completes on
+  // the EAL interrupt thread: link_up() a few ms later). OK when it started,
+  // or nothing was to be done (link up, not a memif client); Unavailable when
+  // no server accepted. From the one thread that polls every queue of the
+  // device, or while no queue is polled (never while another thread is
+  // inside RxBurst / TxBurst / Flush of this device). DpdkReconnect::kAuto
+  // calls it by itself.
+  virtual absl::Status Reconnect() = 0;
 };
 
 // OpenDpdkDevice: configures and starts the port with num_queues RX and TX
