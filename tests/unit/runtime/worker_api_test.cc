@@ -124,10 +124,12 @@ TEST(WorkerApiTest, PullAfterThePushFinishedCompletesAtOnce) {
 }
 
 TEST(WorkerApiTest, KeyErrorsAndSizeErrorsAreReportedWithoutStartingAnything) {
+  // Declared before the cluster, so they outlive it: the Push below is still
+  // reading `a` until the cluster's destruction cancels it.
+  std::vector<float> a(10), b(11), big(100);
   auto cluster = TwoWorkers();
   ASSERT_NE(cluster, nullptr);
   Worker& w = cluster->worker(0, 0);
-  std::vector<float> a(10), b(11), big(100);
   EXPECT_TRUE(absl::IsInvalidArgument(w.PushPull(a, b).status()));
   // Overlapping but not identical spans.
   EXPECT_TRUE(absl::IsInvalidArgument(
