@@ -46,7 +46,7 @@ float Input(int ping, int rank, int i) {
 }
 
 int Main(int argc, char** argv) {
-  ParseFlagsOrExit(argc, argv, "examples/atp_ping", kUsage);
+  ParseFlagsOrExit(argc, argv, "atp-ping", "examples/atp_ping/", kUsage);
   ClusterShape shape;
   shape.workers = absl::GetFlag(FLAGS_workers);
   shape.racks = absl::GetFlag(FLAGS_racks);

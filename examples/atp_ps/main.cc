@@ -105,7 +105,8 @@ class StatsWriter {
 };
 
 int Main(int argc, char** argv) {
-  ParseToolFlagsOrExit(argc, argv, {"examples/atp_ps"}, kUsage);
+  tool::ParseCommandLineOrExit(argc, argv, "atp-ps", {"examples/atp_ps/", kSharedFlagSource},
+                               kUsage);
   const absl::Time start = absl::Now();
   StopSignals stop;  // before any thread starts (the EAL's included)
   EndpointPlace place;

@@ -21,8 +21,11 @@ ABSL_FLAG(double, loss, 0.0,
 
 namespace atp::examples {
 
-void ParseFlagsOrExit(int argc, char** argv, const char* tool_dir, const std::string& usage) {
-  ParseToolFlagsOrExit(argc, argv, {tool_dir, "examples/atp_throughput/example_cluster"}, usage);
+void ParseFlagsOrExit(int argc, char** argv, const char* program, const char* tool_dir,
+                      const std::string& usage) {
+  tool::ParseCommandLineOrExit(
+      argc, argv, program, {tool_dir, "examples/atp_throughput/example_cluster", kSharedFlagSource},
+      usage);
 }
 
 std::string ClusterTransportFlag() { return ResolvedTransportFlag("loopback"); }

@@ -14,10 +14,11 @@
 
 namespace atp::examples {
 
-// ParseFlagsOrExit: examples/common's ParseToolFlagsOrExit with --help
-// limited to the flags of files whose path contains `tool_dir` (and the
-// shared ones here and in examples/common); bad flags exit with status 2.
-void ParseFlagsOrExit(int argc, char** argv, const char* tool_dir, const std::string& usage);
+// ParseFlagsOrExit: tool::ParseCommandLineOrExit for the tool `program`
+// whose own flags are those of files whose path contains `tool_dir`, and the
+// shared ones here and in examples/common; bad flags exit with status 2.
+void ParseFlagsOrExit(int argc, char** argv, const char* program, const char* tool_dir,
+                      const std::string& usage);
 
 // ClusterShape: the job a tool runs.
 struct ClusterShape {

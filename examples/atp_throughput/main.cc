@@ -84,7 +84,7 @@ void Fill(std::vector<float>& v, int iteration, int rank) {
 int RunWorker();
 
 int Main(int argc, char** argv) {
-  ParseFlagsOrExit(argc, argv, "examples/atp_throughput/main", kUsage);
+  ParseFlagsOrExit(argc, argv, "atp-throughput", "examples/atp_throughput/main", kUsage);
   const std::string role = absl::GetFlag(FLAGS_role);
   if (role == "worker") return RunWorker();
   if (role != "cluster") {

@@ -1,29 +1,25 @@
-// examples/common/tool_flags.h: command-line handling every example tool
-// shares: Abseil flags with --help limited to the tool's own flags, bad flags
-// refused with exit status 2 (Abseil itself exits with 1), and the flags that
-// both the in-process cluster and the endpoint processes read (--transport,
-// polling and retransmission floor).
+// examples/common/tool_flags.h: the flags that both the in-process cluster
+// and the endpoint processes read (--transport, polling and retransmission
+// floor). The tools parse their command line with lib/tool/command_line.h,
+// listing "examples/common/" among their flag sources (kSharedFlagSource).
 #ifndef ATP_EXAMPLES_COMMON_TOOL_FLAGS_H_
 #define ATP_EXAMPLES_COMMON_TOOL_FLAGS_H_
 
 #include <string>
-#include <vector>
 
 #include "absl/time/time.h"
 #include "atp/options.h"
+#include "lib/tool/command_line.h"
 
 namespace atp::examples {
 
 // kBadFlagsExit: the exit status of every tool for bad flags.
-inline constexpr int kBadFlagsExit = 2;
+inline constexpr int kBadFlagsExit = tool::kExitBadUsage;
 
-// ParseToolFlagsOrExit: sets the usage message, limits --help to flags
-// defined in files whose path contains one of `flag_dirs` (plus the shared
-// ones in examples/common), checks every --flag of argv (known name, value
-// parses) and exits with kBadFlagsExit naming it when it is wrong, then parses
-// argv; a stray positional argument also exits with kBadFlagsExit.
-void ParseToolFlagsOrExit(int argc, char** argv, const std::vector<std::string>& flag_dirs,
-                          const std::string& usage);
+// kSharedFlagSource: where the flags shared by the example tools are defined
+// (this file's and endpoint_flags.h's); every tool lists it among the flag
+// sources it gives tool::ParseCommandLineOrExit.
+inline constexpr char kSharedFlagSource[] = "examples/common/";
 
 // TransportFlag: --transport as given ("" when not given: each tool picks its
 // default, see ResolvedTransportFlag).

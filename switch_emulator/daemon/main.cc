@@ -25,7 +25,7 @@
 #include "absl/time/time.h"
 #include "atp/logging.h"
 #include "lib/logging/log.h"
-#include "switch_emulator/daemon/command_line.h"
+#include "lib/tool/command_line.h"
 #include "switch_emulator/daemon/config.h"
 #include "switch_emulator/daemon/ports.h"
 #include "switch_emulator/daemon/stats.h"
@@ -62,6 +62,8 @@ namespace atp::switchd {
 namespace {
 
 constexpr int kOpenFailedExit = 1;
+// kBadUsageExit: bad flags or a bad configuration.
+constexpr int kBadUsageExit = tool::kExitBadUsage;
 
 constexpr char kUsage[] =
     "the ATP switch pipeline (in-network aggregation) on N ports.\n"
@@ -115,7 +117,7 @@ void WriteStats(const SwitchdStats& stats) {
 }
 
 int Main(int argc, char** argv) {
-  ParseFlagsOrExit(argc, argv, "switch_emulator/daemon/main", kUsage);
+  tool::ParseCommandLineOrExit(argc, argv, "atp-switchd", {"switch_emulator/daemon/main"}, kUsage);
   if (!SetLogLevelFromFlag()) {
     std::fprintf(stderr, "atp-switchd: --log_level=%s: expected trace, debug, info, warn, error or off\n",
                  absl::GetFlag(FLAGS_log_level).c_str());

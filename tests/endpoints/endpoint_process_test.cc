@@ -4,14 +4,11 @@
 // its deadline when the PS is gone, and bad flags refused with exit status 2
 // naming the flag. Children are spawned with posix_spawn, their output goes
 // to files in a fresh directory, and they are killed and reaped by the
-// fixture whatever happens (ChildProcess). Nothing sleeps to synchronise:
+// fixture whatever happens (tests/common/child_process.h). Nothing sleeps to synchronise:
 // every wait polls a condition with a deadline.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -32,13 +29,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-
-extern char** environ;
+#include "tests/common/child_process.h"
 
 namespace atp {
 namespace {
 
 using ::testing::HasSubstr;
+using test::ChildProcess;
 using Clock = std::chrono::steady_clock;
 
 std::string ReadFile(const std::string& path) {
@@ -59,73 +56,6 @@ bool PollUntil(const std::function<bool()>& done, std::chrono::milliseconds pati
   return true;
 }
 
-// ChildProcess: a tool run with stdout and stderr to files; killed (SIGKILL)
-// and reaped by the destructor if still running, so that a failing test
-// leaves nothing behind.
-class ChildProcess {
- public:
-  ChildProcess(std::string name, std::string dir) : name_(std::move(name)), dir_(std::move(dir)) {}
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-  ~ChildProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-  }
-
-  ::testing::AssertionResult Spawn(const std::vector<std::string>& args) {
-    std::vector<char*> argv;
-    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path().c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path().c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int error = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (error != 0) {
-      pid_ = -1;
-      return ::testing::AssertionFailure() << "posix_spawn(" << args[0] << "): " << std::strerror(error);
-    }
-    return ::testing::AssertionSuccess();
-  }
-
-  // Wait: the exit status once the child has exited within `patience`;
-  // -1 if it had to be killed (then or by a signal before).
-  int Wait(std::chrono::milliseconds patience) {
-    if (pid_ <= 0) return -1;
-    int status = 0;
-    const bool exited = PollUntil([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, patience);
-    if (!exited) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
-      pid_ = -1;
-      return -1;
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  void Signal(int sig) {
-    if (pid_ > 0) ::kill(pid_, sig);
-  }
-
-  std::string stdout_path() const { return dir_ + "/" + name_ + ".out"; }
-  std::string stderr_path() const { return dir_ + "/" + name_ + ".err"; }
-  std::string Stdout() const { return ReadFile(stdout_path()); }
-  std::string Stderr() const { return ReadFile(stderr_path()); }
-
- private:
-  std::string name_;
-  std::string dir_;
-  pid_t pid_ = -1;
-};
-
 class EndpointProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -141,7 +71,9 @@ class EndpointProcessTest : public ::testing::Test {
   }
 
   ChildProcess& Child(const std::string& name) {
-    children_.push_back(std::make_unique<ChildProcess>(name, dir_));
+    children_.push_back(std::make_unique<ChildProcess>(
+        test::ChildOutput{.stdout_path = dir_ + "/" + name + ".out",
+                          .stderr_path = dir_ + "/" + name + ".err"}));
     return *children_.back();
   }
 

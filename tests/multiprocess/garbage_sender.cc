@@ -9,6 +9,11 @@
 //
 //   garbage_sender --port=memif --memif_socket=/tmp/tb/sock/tor0-probe.sock --count=10
 //   garbage_sender --port=af_packet --iface=probe --netns=atpXXXX-probe0 --count=10
+//   garbage_sender --port=udp --udp_bind=127.0.0.1:20027 --udp_target=127.0.0.1:20005 --count=10
+//
+// --port=udp (the kernel_udp overlay, no DPDK): each frame is one datagram
+// from --udp_bind to a kernel_udp switch port's bind address, --udp_target,
+// as the switch's overlay peers send them (KernelUdpEncapsulation::kWholeFrame).
 //
 // It prints one JSON line {"sent": N, "by_reason": {"short_frame": n, ...}},
 // then, with --hold_s, stays connected (a memif client owns the shared
@@ -16,19 +21,25 @@
 // SIGTERM or the hold ends. Exit status: 0 every frame was sent; 1 the port
 // could not be opened or its link did not come up; 2 bad flags.
 //
-// It talks to DPDK directly (not through atp::transport), because libatp's
-// devices refuse to send anything that is not a whole ATP frame.
+// It talks to DPDK (or, --port=udp, a plain UDP socket) directly, not through
+// atp::transport, because libatp's devices refuse to send anything that is not
+// a whole ATP frame.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -52,6 +63,8 @@ ABSL_FLAG(std::string, port, "memif", "Port kind: memif (no root) or af_packet (
 ABSL_FLAG(std::string, memif_socket, "", "memif: the socket file of the switch port (a server).");
 ABSL_FLAG(std::string, memif_role, "client", "memif: client (the switch port is a server) or server.");
 ABSL_FLAG(int, memif_id, 0, "memif: interface id on the socket.");
+ABSL_FLAG(std::string, udp_bind, "127.0.0.1:0", "udp: IP:PORT to send from.");
+ABSL_FLAG(std::string, udp_target, "", "udp: IP:PORT of the kernel_udp switch port (its bind).");
 ABSL_FLAG(std::string, iface, "", "af_packet: the interface to send on.");
 ABSL_FLAG(std::string, netns, "", "af_packet: network namespace (/var/run/netns/NAME) the interface is in.");
 ABSL_FLAG(int, count, 10, "Frames of each malformed kind (8 kinds).");
@@ -146,6 +159,94 @@ absl::Status EnterNetns(const std::string& name) {
   return absl::OkStatus();
 }
 
+// ParseSockaddr: "IP:PORT" -> sockaddr_in.
+bool ParseSockaddr(const std::string& text, sockaddr_in* out) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return false;
+  *out = sockaddr_in{};
+  out->sin_family = AF_INET;
+  if (inet_pton(AF_INET, text.substr(0, colon).c_str(), &out->sin_addr) != 1) return false;
+  char* end = nullptr;
+  const long port = std::strtol(text.c_str() + colon + 1, &end, 10);
+  if (end == text.c_str() + colon + 1 || *end != '\0' || port < 0 || port > 65535) return false;
+  out->sin_port = htons(static_cast<uint16_t>(port));
+  return true;
+}
+
+// PrintResult: the JSON line the tests read.
+void PrintResult(const std::vector<Garbage>& kinds, const std::vector<int>& sent_by_kind, int sent) {
+  std::string by_reason;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    absl::StrAppend(&by_reason, k == 0 ? "" : ", ", "\"",
+                    std::string(wire::DecodeErrorName(kinds[k].reason)), "\": ", sent_by_kind[k]);
+  }
+  std::printf("{\"sent\": %d, \"by_reason\": {%s}}\n", sent, by_reason.c_str());
+  std::fflush(stdout);
+}
+
+// SendUdp: --port=udp: one datagram per frame, paced; then holds.
+int SendUdp(const std::vector<Garbage>& kinds, int count) {
+  sockaddr_in bind_addr{};
+  sockaddr_in target{};
+  if (!ParseSockaddr(absl::GetFlag(FLAGS_udp_bind), &bind_addr) ||
+      !ParseSockaddr(absl::GetFlag(FLAGS_udp_target), &target) || target.sin_port == 0) {
+    std::fprintf(stderr, "garbage_sender: --udp_bind and --udp_target must be IP:PORT\n");
+    return 2;
+  }
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&bind_addr), sizeof(bind_addr)) != 0) {
+    std::fprintf(stderr, "garbage_sender: binding %s: %s\n", absl::GetFlag(FLAGS_udp_bind).c_str(),
+                 strerror(errno));
+    if (fd >= 0) ::close(fd);
+    return 1;
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::vector<int> sent_by_kind(kinds.size(), 0);
+  int sent = 0;
+  for (int round = 0; round < count; ++round) {
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      const ssize_t n = ::sendto(fd, kinds[k].bytes.data(), kinds[k].bytes.size(), 0,
+                                 reinterpret_cast<const sockaddr*>(&target), sizeof(target));
+      if (n == static_cast<ssize_t>(kinds[k].bytes.size())) {
+        ++sent;
+        ++sent_by_kind[k];
+      } else {
+        std::fprintf(stderr, "garbage_sender: sendto: %s\n", n < 0 ? strerror(errno) : "short");
+      }
+      // Paced: a burst of garbage must not be lost to a full socket buffer.
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  PrintResult(kinds, sent_by_kind, sent);
+  const auto hold_until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(absl::GetFlag(FLAGS_hold_s));
+  std::array<uint8_t, 2048> drain{};
+  while (!g_stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < hold_until) {
+    while (::recv(fd, drain.data(), drain.size(), MSG_DONTWAIT) > 0) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::close(fd);
+  return sent == count * static_cast<int>(kinds.size()) ? 0 : 1;
+}
+
+// GarbageFrames: the malformed frames the flags describe.
+std::vector<Garbage> GarbageFrames(wire::Ipv4Address src, wire::Ipv4Address dst) {
+  wire::FrameFields fields;
+  fields.src_ip = src;
+  fields.dst_ip = dst;
+  fields.src_mac = transport::DefaultMacFor(src);
+  fields.dst_mac = transport::DefaultMacFor(dst);
+  fields.header.job = static_cast<uint8_t>(absl::GetFlag(FLAGS_job));
+  fields.header.seq = wire::MakeSeq(0, 7);
+  fields.header.bitmap0 = 1;
+  fields.header.bitmap1 = 1;
+  fields.header.fan_in0 = 2;
+  fields.header.fan_in1 = 2;
+  return MakeGarbage(fields);
+}
+
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "sends malformed ATP frames into a switch port (multi-process tests).\n"
@@ -153,12 +254,14 @@ int Main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const std::string kind = absl::GetFlag(FLAGS_port);
   const int count = absl::GetFlag(FLAGS_count);
-  if (count < 1 || (kind != "memif" && kind != "af_packet")) {
-    std::fprintf(stderr, "garbage_sender: --port must be memif or af_packet, --count >= 1\n");
+  if (count < 1 || (kind != "memif" && kind != "af_packet" && kind != "udp")) {
+    std::fprintf(stderr, "garbage_sender: --port must be memif, af_packet or udp, --count >= 1\n");
     return 2;
   }
   std::string vdev;
-  if (kind == "memif") {
+  if (kind == "udp") {
+    // no EAL, no port: plain datagrams (below)
+  } else if (kind == "memif") {
     if (absl::GetFlag(FLAGS_memif_socket).empty()) {
       std::fprintf(stderr, "garbage_sender: --memif_socket is required with --port=memif\n");
       return 2;
@@ -189,6 +292,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "garbage_sender: --src and --dst must be IPv4 addresses, --job 1..255\n");
     return 2;
   }
+  const std::vector<Garbage> kinds = GarbageFrames(*src, *dst);
+  if (kind == "udp") return SendUdp(kinds, count);
 
   transport::DpdkEalOptions eal;
   eal.program_name = "garbage_sender";
@@ -241,19 +346,6 @@ int Main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
-  wire::FrameFields fields;
-  fields.src_ip = *src;
-  fields.dst_ip = *dst;
-  fields.src_mac = transport::DefaultMacFor(*src);
-  fields.dst_mac = transport::DefaultMacFor(*dst);
-  fields.header.job = static_cast<uint8_t>(absl::GetFlag(FLAGS_job));
-  fields.header.seq = wire::MakeSeq(0, 7);
-  fields.header.bitmap0 = 1;
-  fields.header.bitmap1 = 1;
-  fields.header.fan_in0 = 2;
-  fields.header.fan_in1 = 2;
-  const std::vector<Garbage> kinds = MakeGarbage(fields);
-
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::vector<int> sent_by_kind(kinds.size(), 0);
@@ -288,13 +380,7 @@ int Main(int argc, char** argv) {
       for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(rx[i]);
     }
   }
-  std::string by_reason;
-  for (size_t k = 0; k < kinds.size(); ++k) {
-    absl::StrAppend(&by_reason, k == 0 ? "" : ", ", "\"",
-                    std::string(wire::DecodeErrorName(kinds[k].reason)), "\": ", sent_by_kind[k]);
-  }
-  std::printf("{\"sent\": %d, \"by_reason\": {%s}}\n", sent, by_reason.c_str());
-  std::fflush(stdout);
+  PrintResult(kinds, sent_by_kind, sent);
 
   const auto hold_until =
       std::chrono::steady_clock::now() + std::chrono::seconds(absl::GetFlag(FLAGS_hold_s));

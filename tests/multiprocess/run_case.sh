@@ -2,7 +2,7 @@
 # tests/multiprocess/run_case.sh: one multi-process test case, run by ctest
 # (tests/multiprocess/CMakeLists.txt) on a testbed of its own (scripts/testbed).
 #
-#   run_case.sh --variant=memif|netns --case=CASE --switchd=BIN --ps=BIN
+#   run_case.sh --variant=memif|netns|udp --case=CASE --switchd=BIN --ps=BIN
 #               --throughput=BIN --garbage_sender=BIN [--work=DIR]
 #
 # Cases:
@@ -21,6 +21,11 @@
 #                   by the pipeline, per DecodeError reason; all in the port's
 #                   rx_bad_frames), nothing forwarded, no aggregator touched;
 #                   a job afterwards is exact.
+#
+# Variants (scripts/testbed): memif (DPDK memif, no root), netns (veth pairs,
+# DPDK af_packet, root), udp (kernel UDP sockets on 127.0.0.1 carrying whole
+# frames, no root, no DPDK in the switches nor the endpoints; the garbage case
+# sends its datagrams to tor0's probe port from the probe0 slot).
 #
 # Exit: 0 passed, 1 failed (with the logs' tails), 77 skipped (netns without
 # root), 2 bad arguments. A trap runs `scripts/testbed down` in every case.
@@ -43,7 +48,8 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-[[ "$variant" == memif || "$variant" == netns ]] || { echo "run_case.sh: --variant=memif|netns" >&2; exit 2; }
+[[ "$variant" == memif || "$variant" == netns || "$variant" == udp ]] ||
+  { echo "run_case.sh: --variant=memif|netns|udp" >&2; exit 2; }
 if [[ "$variant" == netns && $EUID -ne 0 ]]; then
   echo "SKIP: the netns variant needs root (network namespaces, veth pairs, DPDK af_packet)"
   exit 77
@@ -218,6 +224,12 @@ case "$case_name" in
     for sw in tor0 core; do snapshot "$sw" "$out/$sw.before.json"; done
     if [[ "$variant" == memif ]]; then
       port_flags=(--port=memif --memif_socket="$dir/sock/tor0-probe.sock")
+    elif [[ "$variant" == udp ]]; then
+      # DIR/udp-ports: slot, first bound port, first port sent to.
+      udp_from=$(awk '$1 == "probe0" {print $2}' "$dir/udp-ports")
+      udp_to=$(awk '$1 == "probe0" {print $3}' "$dir/udp-ports")
+      [[ -n "$udp_from" && -n "$udp_to" ]] || fail "no probe0 line in $dir/udp-ports"
+      port_flags=(--port=udp --udp_bind="127.0.0.1:$udp_from" --udp_target="127.0.0.1:$udp_to")
     else
       prefix="atp$(printf '%s' "$(realpath -m "$dir")" | md5sum | cut -c1-7)"
       port_flags=(--port=af_packet --iface=eth0 --netns="$prefix-probe0")

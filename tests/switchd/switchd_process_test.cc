@@ -4,12 +4,8 @@
 // of the other, SIGUSR1 writes the stats JSON, SIGTERM stops it cleanly with
 // the JSON written again. The binary: $ATP_SWITCHD if set, else the one this
 // build made (ATP_SWITCHD_BINARY, from CMake).
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -26,8 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-
-extern char** environ;
+#include "tests/common/child_process.h"
 
 namespace atp::switchd {
 namespace {
@@ -57,61 +52,6 @@ void WriteFile(const std::string& path, const std::string& text) {
   out << text;
 }
 
-// Process: a child with stdout and stderr in files; killed (SIGKILL) and
-// reaped by the destructor if still running, so a failing test leaves nothing.
-class Process {
- public:
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-  Process(std::vector<std::string> args, const std::string& out, const std::string& err) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Process() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  bool started() const { return pid_ > 0; }
-  void Signal(int sig) const {
-    if (pid_ > 0) ::kill(pid_, sig);
-  }
-  // Wait: the exit status, or -1 if it did not exit within `patience` (then
-  // it is killed) or died of a signal.
-  int Wait(std::chrono::milliseconds patience) {
-    if (pid_ < 0) return -1;
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  bool Exited() {
-    int status = 0;
-    return pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_ && (pid_ = -1, true);
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
 class SwitchdProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -132,12 +72,12 @@ class SwitchdProcessTest : public ::testing::Test {
   };
   Result Run(std::vector<std::string> args) {
     args.insert(args.begin(), Switchd());
-    Process p(args, dir_ + "/out", dir_ + "/err");
-    EXPECT_TRUE(p.started());
+    test::ChildProcess p({.stdout_path = dir_ + "/out", .stderr_path = dir_ + "/err"});
+    EXPECT_TRUE(p.Spawn(args));
     Result r;
     r.exit = p.Wait(std::chrono::seconds(30));
-    r.out = ReadFile(dir_ + "/out");
-    r.err = ReadFile(dir_ + "/err");
+    r.out = p.Stdout();
+    r.err = p.Stderr();
     return r;
   }
 
@@ -243,17 +183,17 @@ TEST_F(SwitchdMemifRunTest, ForwardsBetweenTwoMemifPortsAndStopsOnSigterm) {
             "routes:\n"
             "  - {prefix: 10.1.0.0/24, port: a}\n"
             "  - {prefix: 10.2.0.0/24, port: b}\n");
-  Process switchd({Switchd(), "--config=" + config, "--stats_json=" + stats, "--log_level=warn"},
-                  dir_ + "/out", dir_ + "/err");
-  ASSERT_TRUE(switchd.started());
+  test::ChildProcess switchd({.stdout_path = dir_ + "/out", .stderr_path = dir_ + "/err"});
+  ASSERT_TRUE(
+      switchd.Spawn({Switchd(), "--config=" + config, "--stats_json=" + stats, "--log_level=warn"}));
 
   const absl::Status eal = transport::InitDpdkEal(Eal());
   ASSERT_TRUE(eal.ok()) << eal;
   // The server sockets appear once the daemon has opened its ports.
   const auto open_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!(std::filesystem::exists(dir_ + "/a.sock") && std::filesystem::exists(dir_ + "/b.sock"))) {
-    ASSERT_FALSE(switchd.Exited()) << ReadFile(dir_ + "/err");
-    ASSERT_LT(std::chrono::steady_clock::now(), open_deadline) << ReadFile(dir_ + "/err");
+    ASSERT_TRUE(switchd.Running()) << switchd.Stderr();
+    ASSERT_LT(std::chrono::steady_clock::now(), open_deadline) << switchd.Stderr();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   auto a = Client(dir_ + "/a.sock", "10.1.0.5", "ca");
@@ -308,7 +248,7 @@ TEST_F(SwitchdMemifRunTest, ForwardsBetweenTwoMemifPortsAndStopsOnSigterm) {
     transport::ReleaseFrames({frames, n});
     if (n == 0 && taken == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  ASSERT_EQ(got.size(), kFrames) << ReadFile(dir_ + "/err");
+  ASSERT_EQ(got.size(), kFrames) << switchd.Stderr();
   EXPECT_EQ(got, sent) << "forwarded untouched and in order";
 
   // SIGUSR1: the stats JSON appears (written atomically).
@@ -325,7 +265,7 @@ TEST_F(SwitchdMemifRunTest, ForwardsBetweenTwoMemifPortsAndStopsOnSigterm) {
   // SIGTERM: a clean stop, exit 0, the final JSON.
   std::filesystem::remove(stats);
   switchd.Signal(SIGTERM);
-  EXPECT_EQ(switchd.Wait(std::chrono::seconds(20)), 0) << ReadFile(dir_ + "/err");
+  EXPECT_EQ(switchd.Wait(std::chrono::seconds(20)), 0) << switchd.Stderr();
   ASSERT_TRUE(std::filesystem::exists(stats));
   nlohmann::json last = nlohmann::json::parse(ReadFile(stats));
   ASSERT_EQ(last["ports"].size(), 2u);

@@ -13,9 +13,6 @@
 //
 // Two busy pollers at most: this process's polling thread and the child.
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,10 +26,9 @@
 #include "absl/strings/str_cat.h"
 #include "atp/transport/dpdk.h"
 #include "gtest/gtest.h"
+#include "tests/common/child_process.h"
 #include "tests/transport/dpdk/test_eal.h"
 #include "tests/transport/transport_test_util.h"
-
-extern char** environ;
 
 namespace atp::transport {
 namespace {
@@ -44,32 +40,6 @@ int Rounds() {
   const char* value = std::getenv("ATP_MEMIF_CHURN_ROUNDS");
   return value != nullptr && std::atoi(value) > 0 ? std::atoi(value) : 30;
 }
-
-// Child: one dpdk_memif_peer; killed and reaped by the destructor.
-class Child {
- public:
-  explicit Child(const std::vector<std::string>& args) {
-    std::vector<char*> argv;
-    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    if (::posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-  ~Child() { KillAndReap(); }
-
-  bool started() const { return pid_ > 0; }
-  bool alive() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
-  void KillAndReap() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
 
 // Poller: one thread that sends frames to the peer and receives its echoes
 // without ever pausing, so that a disconnect lands inside a burst as often
@@ -156,18 +126,20 @@ class DpdkMemifChurnTest : public ::testing::TestWithParam<MemifRole> {
     const int rounds = Rounds();
     for (int round = 0; round < rounds; ++round) {
       SCOPED_TRACE(absl::StrCat("round ", round + 1, " of ", rounds));
-      Child peer({ATP_DPDK_MEMIF_PEER, "--socket=" + socket_, "--role=" + peer_role, "--queues=1",
-                  "--address=10.0.0.2", "--peer=10.0.0.1", "--idle_exit_ms=20000"});
-      ASSERT_TRUE(peer.started());
+      test::ChildProcess peer;  // killed and reaped at the end of the round whatever happens
+      ASSERT_TRUE(peer.Spawn({ATP_DPDK_MEMIF_PEER, "--socket=" + socket_, "--role=" + peer_role,
+                              "--queues=1", "--address=10.0.0.2", "--peer=10.0.0.1",
+                              "--idle_exit_ms=20000"}));
       // Traffic flows both ways (this process is a client: it reconnected).
       const uint64_t before = poller.echoes();
-      ASSERT_TRUE(WaitFor([&] { return poller.echoes() >= before + 2000 || !peer.alive(); },
+      ASSERT_TRUE(WaitFor([&] { return poller.echoes() >= before + 2000 || !peer.Running(); },
                           std::chrono::seconds(20)));
-      ASSERT_TRUE(peer.alive()) << "the peer exited on its own";
+      ASSERT_TRUE(peer.Running()) << "the peer exited on its own";
       ASSERT_GE(poller.echoes(), before + 2000) << "no traffic with the new peer";
       // Killed mid-traffic: the interrupt thread tears the connection down
       // while the poller is (most of the time) inside a burst.
-      peer.KillAndReap();
+      peer.Signal(SIGKILL);
+      peer.Wait(std::chrono::seconds(10));
       ASSERT_TRUE(WaitFor([&] { return !device_->link_up(); }, std::chrono::seconds(10)))
           << "memif notices the peer's death";
     }

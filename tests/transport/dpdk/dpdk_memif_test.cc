@@ -4,9 +4,6 @@
 // client that echoes every frame back. Two busy pollers at most: ctest holds
 // the busy_pollers lock for the duration.
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -18,11 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "atp/transport/dpdk.h"
 #include "gtest/gtest.h"
+#include "tests/common/child_process.h"
 #include "tests/transport/dpdk/test_eal.h"
 #include "tests/transport/transport_test_util.h"
 #include "transport/dpdk/mbuf_pool.h"
-
-extern char** environ;
 
 namespace atp::transport {
 namespace {
@@ -42,55 +38,6 @@ FrameBytes Echoed(FrameBytes frame) {
   std::swap_ranges(ip, ip + 4, ip + 4);
   return frame;
 }
-
-// ChildProcess: the peer; killed (SIGKILL) and reaped by the destructor if
-// it has not exited by then, so that a failing test leaves nothing behind.
-class ChildProcess {
- public:
-  ChildProcess() = default;
-  ChildProcess(const ChildProcess&) = delete;
-  ChildProcess& operator=(const ChildProcess&) = delete;
-  ~ChildProcess() { Reap(std::chrono::seconds(5)); }
-
-  absl::Status Spawn(const std::vector<std::string>& args) {
-    std::vector<char*> argv;
-    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    const int error = ::posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ);
-    if (error != 0) {
-      pid_ = -1;
-      return absl::InternalError(absl::StrCat("posix_spawn(", args[0], "): ", std::strerror(error)));
-    }
-    return absl::OkStatus();
-  }
-
-  // Reap: waits up to `patience` for the child to exit, then kills it.
-  // Returns its exit status (-1 if it had to be killed or never ran).
-  int Reap(std::chrono::milliseconds patience) {
-    if (pid_ < 0) return -1;
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  void Kill() {
-    if (pid_ > 0) ::kill(pid_, SIGKILL);
-  }
-  bool running() const { return pid_ > 0; }
-
- private:
-  pid_t pid_ = -1;
-};
 
 class DpdkMemifProcessTest : public ::testing::Test {
  protected:
@@ -114,19 +61,17 @@ class DpdkMemifProcessTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<DpdkDevice>> device = OpenDpdkDevice(options);
     ASSERT_TRUE(device.ok()) << device.status();
     device_ = *std::move(device);
-    ASSERT_TRUE(child_
-                    .Spawn({ATP_DPDK_MEMIF_PEER, "--socket=" + socket_, "--role=client",
-                            absl::StrCat("--queues=", kQueues), "--address=10.0.0.2",
-                            "--peer=10.0.0.1", "--idle_exit_ms=20000"})
-                    .ok());
+    ASSERT_TRUE(child_.Spawn({ATP_DPDK_MEMIF_PEER, "--socket=" + socket_, "--role=client",
+                              absl::StrCat("--queues=", kQueues), "--address=10.0.0.2",
+                              "--peer=10.0.0.1", "--idle_exit_ms=20000"}));
     const absl::Status link = device_->WaitForLink(TimeDelta::FromSeconds(20));
     ASSERT_TRUE(link.ok()) << link;
   }
 
   void TearDown() override {
     device_.reset();  // the link goes down: the child sees it and exits
-    if (child_.running()) {
-      EXPECT_EQ(child_.Reap(std::chrono::seconds(10)), 0) << "the peer exits cleanly";
+    if (child_.unreaped()) {
+      EXPECT_EQ(child_.Wait(std::chrono::seconds(10)), 0) << "the peer exits cleanly";
     }
   }
 
@@ -184,7 +129,7 @@ class DpdkMemifProcessTest : public ::testing::Test {
 
   std::string socket_;
   std::unique_ptr<DpdkDevice> device_;
-  ChildProcess child_;
+  test::ChildProcess child_;  // the peer: output to the test's own
 };
 
 TEST_F(DpdkMemifProcessTest, EchoAcrossProcessesKeepsBytesQueuesAndOrder) {
@@ -242,8 +187,8 @@ TEST_F(DpdkMemifProcessTest, SegmentationJobCrossesProcessesByteExact) {
 
 TEST_F(DpdkMemifProcessTest, PeerThatDiesTakesTheLinkDownAndNothingLeaks) {
   ASSERT_EQ(Exchange(0, {FrameToPeer(wire::MakeSeq(1, 1), 1)})[1].size(), 1u);
-  child_.Kill();
-  EXPECT_EQ(child_.Reap(std::chrono::seconds(5)), -1);
+  child_.Signal(SIGKILL);
+  EXPECT_EQ(child_.Wait(std::chrono::seconds(5)), -1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (device_->link_up() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
