@@ -3,8 +3,10 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "gtest/gtest.h"
 
@@ -84,15 +86,20 @@ size_t Collector::total() const {
 
 namespace {
 
-// WaitReadable: waits up to `timeout_ms` for any queue's wait_fd; false when
-// the device has none (its deliveries are synchronous).
+// WaitReadable: waits up to `timeout_ms` for any queue's wait_fd. A device
+// without one (DPDK) may still be delivering (a memif peer, a queue that
+// skipped a burst while its port was busy): it backs off for a moment, at most
+// 1 ms, and the caller polls again until its own deadline.
 bool WaitReadable(Device& device, int timeout_ms) {
   std::vector<pollfd> fds;
   for (uint32_t q = 0; q < device.num_queues(); ++q) {
     const int fd = device.queue(q).wait_fd();
     if (fd >= 0) fds.push_back(pollfd{fd, POLLIN, 0});
   }
-  if (fds.empty()) return false;
+  if (fds.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(timeout_ms, 1)));
+    return true;
+  }
   ::poll(fds.data(), fds.size(), timeout_ms);
   return true;
 }

@@ -74,6 +74,7 @@ InterruptGate::~InterruptGate() {
     while (rte_intr_callback_unregister(handle_, OnWakeup, this) == -EAGAIN) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+    TakeOver(this);  // the last callback has returned (see OnWakeup)
   }
   if (handle_ != nullptr) rte_intr_instance_free(handle_);
   if (fd_ >= 0) ::close(fd_);
@@ -107,6 +108,9 @@ void InterruptGate::Hurry() {
 void InterruptGate::OnWakeup(void* arg) {
   TakeOver(arg);
   static_cast<InterruptGate*>(arg)->Park();
+  // Back to the EAL, which lets a waiting unregister (the destructor) go on
+  // under its own lock, one TSan cannot see.
+  HandOver(arg);
 }
 
 TimeDelta InterruptGate::Period() {
