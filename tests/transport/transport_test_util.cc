@@ -58,6 +58,13 @@ size_t SendAll(Queue& queue, const std::vector<FrameBytes>& frames, Collector* d
     if (drain != nullptr) drain->PollOnce();
     idle_tries = taken == 0 ? idle_tries + 1 : 0;
   }
+  // Taken is not yet sent: a queue may still hold frames after a Flush (a
+  // full ring, a memif queue that skipped a burst while its port was busy).
+  // Flush until it holds none, as a runtime's loop does on its next steps.
+  for (int tries = 0; queue.Flush() > 0 && tries < kMaxIdleTries; ++tries) {
+    if (drain != nullptr) drain->PollOnce();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
   return done;
 }
 
