@@ -14,6 +14,7 @@
 #include "atp/transport/kernel_udp.h"
 #include "atp/transport/loopback.h"
 #include "tests/transport/backend_harness.h"
+#include "tests/transport/transport_test_util.h"
 
 namespace atp::transport::testing {
 namespace {
@@ -76,24 +77,10 @@ class KernelUdpHarness final : public BackendHarness {
     const SocketAddress target = b.self().queue_sockets.at(queue);
     const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return absl::InternalError("socket() failed");
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(target.port);
-    to.sin_addr.s_addr = htonl(target.ip.value);
-    uint8_t bytes[wire::kFrameBytes] = {};
     const size_t right_size = encapsulation_ == KernelUdpEncapsulation::kWholeFrame
                                   ? wire::kFrameBytes
                                   : wire::kMessageBytes;
-    for (int i = 0; i < count; ++i) {
-      const size_t size = i % 2 == 0 ? 100 : right_size;
-      if (::sendto(fd, bytes, size, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)) !=
-          static_cast<ssize_t>(size)) {
-        ::close(fd);
-        return absl::InternalError(absl::StrCat("sendto: ", std::strerror(errno)));
-      }
-    }
-    ::close(fd);
-    return absl::OkStatus();
+    return SendMalformedDatagrams(fd, target, right_size, count);
   }
 
  private:

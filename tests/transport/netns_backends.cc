@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "atp/transport/kernel_udp.h"
 #include "tests/transport/backend_harness.h"
+#include "tests/transport/transport_test_util.h"
 #include "tests/transport/netns_pair.h"
 
 namespace atp::transport::testing {
@@ -67,25 +68,10 @@ class KernelUdpNetnsHarness final : public BackendHarness {
       return s;
     }
     if (fd < 0) return absl::InternalError("socket() failed");
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(target.port);
-    to.sin_addr.s_addr = htonl(target.ip.value);
-    uint8_t bytes[wire::kFrameBytes] = {};
     const size_t right_size = encapsulation_ == KernelUdpEncapsulation::kWholeFrame
                                   ? wire::kFrameBytes
                                   : wire::kMessageBytes;
-    for (int i = 0; i < count; ++i) {
-      const size_t size = i % 2 == 0 ? 100 : right_size;
-      if (::sendto(fd, bytes, size, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)) !=
-          static_cast<ssize_t>(size)) {
-        const int error = errno;
-        ::close(fd);
-        return absl::InternalError(absl::StrCat("sendto: ", std::strerror(error)));
-      }
-    }
-    ::close(fd);
-    return absl::OkStatus();
+    return SendMalformedDatagrams(fd, target, right_size, count);
   }
 
  private:

@@ -1,13 +1,19 @@
 // tests/transport/transport_test_util.cc
 #include "tests/transport/transport_test_util.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace atp::transport::testing {
@@ -36,6 +42,26 @@ FrameBytes MakeFrame(const DeviceAddress& src, const DeviceAddress& dst, const F
   FrameBytes frame{};
   wire::EncodeFrame(fields, MakePayload(spec.payload_seed), base_port, frame);
   return frame;
+}
+
+absl::Status SendMalformedDatagrams(int fd, const SocketAddress& target, size_t right_size,
+                                    int count) {
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(target.port);
+  to.sin_addr.s_addr = htonl(target.ip.value);
+  uint8_t bytes[wire::kFrameBytes] = {};
+  for (int i = 0; i < count; ++i) {
+    const size_t size = i % 2 == 0 ? 100 : right_size;
+    if (::sendto(fd, bytes, size, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)) !=
+        static_cast<ssize_t>(size)) {
+      const int error = errno;
+      ::close(fd);
+      return absl::InternalError(absl::StrCat("sendto: ", std::strerror(error)));
+    }
+  }
+  ::close(fd);
+  return absl::OkStatus();
 }
 
 size_t SendAll(Queue& queue, const std::vector<FrameBytes>& frames, Collector* drain) {

@@ -8,7 +8,9 @@
 #include <functional>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "atp/transport.h"
+#include "atp/transport/kernel_udp.h"
 #include "atp/wire.h"
 #include "gtest/gtest.h"
 
@@ -23,6 +25,12 @@ struct FrameSpec {
   uint16_t aggregator = 7;
   uint8_t ip_tos = wire::kTosEct0;
 };
+
+// SendMalformedDatagrams: sends `count` datagrams on the UDP socket `fd` to
+// `target`, alternately 100 bytes (a wrong size) and `right_size` zero bytes
+// (the right size, but nothing a kernel UDP queue may accept). Closes `fd`.
+absl::Status SendMalformedDatagrams(int fd, const SocketAddress& target, size_t right_size,
+                                    int count);
 
 // MakeFrame: a valid ATP gradient frame from `src` to `dst` (wire::EncodeFrame).
 FrameBytes MakeFrame(const DeviceAddress& src, const DeviceAddress& dst, const FrameSpec& spec,
