@@ -95,9 +95,9 @@ constexpr __mmask16 kTailMask512 = (1u << (kValues % kRow512Lanes)) - 1;
 static_assert(kFullRows512 == 3 && kTailMask512 == 0x3FFF);
 static_assert((kFullRows512 + 1) * kRow512Lanes == kAggregatorLanes);
 
-// (GCC 12's plain _mm512_broadcast_i32x4, _mm512_srai_epi32 and _mm512_min_epu32 trip
-// -Wuninitialized inside the intrinsics header; their all-lanes maskz forms are
-// the same instructions.)
+// (GCC 12's plain _mm512_broadcast_i32x4, _mm512_srai_epi32, _mm512_min_epu32
+// and _mm512_abs_epi32 trip -Wuninitialized inside the intrinsics header;
+// their all-lanes maskz forms are the same instructions.)
 constexpr __mmask16 kAllLanes = 0xFFFF;
 
 ATP_TARGET_AVX512 inline __m512i ByteSwapMask512() {
@@ -135,19 +135,22 @@ ATP_TARGET_AVX512 inline __m512i StickyAdd16(__m512i lane, __m512i value) {
 }
 
 // The vector adds run in two passes. The first adds with wrapping and notes,
-// on the side, whether any lane needs more than that: a signed overflow, or a
-// bound in either operand. That costs 4 to 5 vector operations per row where
-// the sticky add itself costs 11 to 13, and the answer is almost always no: a
-// fragment whose sum overflows is on its way to the float path. When it is
-// yes, the fix-up pass recovers each lane's old value as sum - value (wrapping
-// arithmetic loses nothing) and applies the sticky add row by row.
+// on the side, whether any operand, aggregator lane or payload value, has a
+// magnitude of 2^30 or more: 3 vector operations per row (two absolute values
+// and one OR into the running note) where the sticky add itself costs 11 to
+// 13. Below that magnitude two operands can neither be a bound nor overflow
+// (|lane + value| < 2^31), so the wrapped sum is the sticky sum. The answer is
+// almost always no: at the default scale of 1e8, 2^30 is a gradient sum of
+// 10.7, half the range. When it is yes, the fix-up pass recovers each lane's
+// old value as sum - value (wrapping arithmetic loses nothing) and applies the
+// sticky add row by row, exact for every lane. (An exact first pass, overflow
+// and bounds tested per lane, costs 6 operations per row: 1 ns more per packet
+// in the pipeline, bench/results/switch_pipeline.md.)
 //
-// kBoundBias: v + kBoundBias (wrapping) is below 2, unsigned, exactly when v
-// is INT32_MAX (0) or INT32_MIN (1), so one unsigned minimum over the biased
-// operands finds any bound.
-constexpr uint32_t kBoundBias = 0x80000001u;
-static_assert(static_cast<uint32_t>(std::numeric_limits<int32_t>::max()) + kBoundBias == 0 &&
-              static_cast<uint32_t>(std::numeric_limits<int32_t>::min()) + kBoundBias == 1);
+// kLargeMagnitude: the bits of |x| (unsigned; |INT32_MIN| is 2^31) that make x
+// large: bit 30 or 31.
+constexpr uint32_t kLargeMagnitude = 0xC0000000u;
+static_assert(uint64_t{1} << 30 == (uint64_t{1} << 32) - kLargeMagnitude);
 
 ATP_TARGET_AVX2 inline __attribute__((noinline, cold)) void StickyFixupAvx2(int32_t* lanes,
                                                                             const uint8_t* wire) {
@@ -184,25 +187,18 @@ ATP_TARGET_AVX2 inline void LoadAvx2(int32_t* lanes, const uint8_t* wire) {
 
 ATP_TARGET_AVX2 inline void AddAvx2(int32_t* lanes, const uint8_t* wire) {
   const __m256i swap = ByteSwapMask();
-  const __m256i bias = _mm256_set1_epi32(static_cast<int32_t>(kBoundBias));
   auto* acc = reinterpret_cast<__m256i*>(lanes);
-  __m256i overflow = _mm256_setzero_si256();  // sign bit: a lane overflowed
-  __m256i lowest = _mm256_set1_epi32(-1);     // unsigned minimum of the biased operands
+  __m256i magnitudes = _mm256_setzero_si256();  // OR of every |lane| and |value|
 #pragma GCC unroll 8
   for (size_t r = 0; r <= kFullRows; ++r) {
     const __m256i lane = _mm256_load_si256(acc + r);
     const __m256i value = LoadWireRow(wire, r, swap);
-    const __m256i sum = _mm256_add_epi32(lane, value);
-    _mm256_store_si256(acc + r, sum);
-    overflow = _mm256_or_si256(
-        overflow, _mm256_andnot_si256(_mm256_xor_si256(lane, value), _mm256_xor_si256(lane, sum)));
-    lowest = _mm256_min_epu32(
-        lowest, _mm256_min_epu32(_mm256_add_epi32(lane, bias), _mm256_add_epi32(value, bias)));
+    _mm256_store_si256(acc + r, _mm256_add_epi32(lane, value));
+    magnitudes = _mm256_or_si256(magnitudes,
+                                 _mm256_or_si256(_mm256_abs_epi32(lane), _mm256_abs_epi32(value)));
   }
-  // lowest <= 1 in a lane iff min(lowest, 1) == lowest there.
-  const __m256i bound = _mm256_cmpeq_epi32(_mm256_min_epu32(lowest, _mm256_set1_epi32(1)), lowest);
-  if ((_mm256_movemask_ps(_mm256_castsi256_ps(overflow)) | _mm256_movemask_epi8(bound)) != 0)
-      [[unlikely]] {
+  const __m256i large = _mm256_set1_epi32(static_cast<int32_t>(kLargeMagnitude));
+  if (!_mm256_testz_si256(magnitudes, large)) [[unlikely]] {
     StickyFixupAvx2(lanes, wire);
   }
 }
@@ -229,26 +225,21 @@ ATP_TARGET_AVX512 inline void LoadAvx512(int32_t* lanes, const uint8_t* wire) {
 
 ATP_TARGET_AVX512 inline void AddAvx512(int32_t* lanes, const uint8_t* wire) {
   const __m512i swap = ByteSwapMask512();
-  const __m512i bias = _mm512_set1_epi32(static_cast<int32_t>(kBoundBias));
-  __m512i overflow = _mm512_setzero_si512();  // sign bit: a lane overflowed
-  __m512i lowest = _mm512_set1_epi32(-1);     // unsigned minimum of the biased operands
+  __m512i magnitudes = _mm512_setzero_si512();  // OR of every |lane| and |value|
 #pragma GCC unroll 4
   for (size_t r = 0; r <= kFullRows512; ++r) {
     int32_t* row = lanes + r * kRow512Lanes;
     const __m512i lane = _mm512_load_si512(row);
     const __m512i value = LoadWireRow512(wire, r, swap);
-    const __m512i sum = _mm512_add_epi32(lane, value);
-    _mm512_store_si512(row, sum);
-    // ~(lane ^ value) & (lane ^ sum): truth table 0x42 over (lane, value, sum).
-    overflow = _mm512_or_si512(overflow, _mm512_ternarylogic_epi32(lane, value, sum, 0x42));
-    lowest = _mm512_maskz_min_epu32(kAllLanes, lowest,
-                                    _mm512_maskz_min_epu32(kAllLanes, _mm512_add_epi32(lane, bias),
-                                                           _mm512_add_epi32(value, bias)));
+    _mm512_store_si512(row, _mm512_add_epi32(lane, value));
+    // magnitudes | |lane| | |value|: truth table 0xFE.
+    magnitudes = _mm512_ternarylogic_epi32(magnitudes, _mm512_maskz_abs_epi32(kAllLanes, lane),
+                                           _mm512_maskz_abs_epi32(kAllLanes, value), 0xFE);
   }
-  const __mmask16 special = static_cast<__mmask16>(
-      _mm512_movepi32_mask(overflow) | _mm512_cmplt_epu32_mask(lowest, _mm512_set1_epi32(2)));
-  if (special != 0) [[unlikely]]
+  const __m512i large = _mm512_set1_epi32(static_cast<int32_t>(kLargeMagnitude));
+  if (_mm512_test_epi32_mask(magnitudes, large) != 0) [[unlikely]] {
     StickyFixupAvx512(lanes, wire);
+  }
 }
 
 ATP_TARGET_AVX512 inline void StoreAvx512(uint8_t* wire, const int32_t* lanes) {
