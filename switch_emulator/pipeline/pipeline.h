@@ -209,6 +209,10 @@ class SwitchPipeline {
   // Complete: rule 6's completion: write aggregator `i` into the frame and release it.
   template <class Path>
   AggregateStep Complete(uint8_t* frame, size_t i);
+  // CompleteWithAdd: rule 6's completion by a packet that adds `bitmap`: the
+  // sum goes straight into the frame (Complete's result, one pass fewer).
+  template <AggregationLevel kLevel, class Path>
+  AggregateStep CompleteWithAdd(uint8_t* frame, size_t i, uint32_t bitmap);
   // Flush: rule 6's partial result: write aggregator `i` into the frame and release it.
   AggregateStep Flush(uint8_t* frame, size_t i);
   // WriteOut: value, this level's bitmap and ecn of aggregator `i` into the frame.

@@ -81,8 +81,11 @@ static_assert(OwnerKey(0xAB, 0x123456) == 0xAB123456u, "job_seq is the owner key
 // --- The datapaths ------------------------------------------------------------
 //
 // Path: what a datapath inlines. Load, Add and Store are the value kernels;
-// Checks is wire::ValidateFrame(frame) == kOk for a frame of the right length
-// with header words h; Popcount counts bits.
+// AddOut is Add then Store for the add that completes an aggregator (the
+// vector datapaths write the sums into the packet only, not into the lanes:
+// the aggregator is released next); Checks is wire::ValidateFrame(frame) ==
+// kOk for a frame of the right length with header words h; Popcount counts
+// bits.
 struct DynamicPath {
   static void Load(const ValueKernels& k, int32_t* lanes, const uint8_t* wire) {
     k.load(lanes, wire);
@@ -91,6 +94,10 @@ struct DynamicPath {
     k.add(lanes, wire);
   }
   static void Store(const ValueKernels& k, uint8_t* wire, const int32_t* lanes) {
+    k.store(wire, lanes);
+  }
+  static void AddOut(const ValueKernels& k, int32_t* lanes, uint8_t* wire) {
+    k.add(lanes, wire);
     k.store(wire, lanes);
   }
   static bool Checks(const uint8_t* frame, uint16_t base_port, const HeaderWords& h) {
@@ -103,6 +110,19 @@ struct DynamicPath {
 #define ATP_DATAPATH_AVX512 \
   __attribute__((target("avx512f,avx512bw,avx512dq,avx2,bmi,bmi2,popcnt")))
 
+// The vector AddOuts' exact fallback, out of line (an operand of magnitude
+// 2^30 or more).
+[[gnu::noinline, gnu::cold]] ATP_DATAPATH_AVX2 void AddThenStoreAvx2(int32_t* lanes,
+                                                                     uint8_t* wire) {
+  simd::AddAvx2(lanes, wire);
+  simd::StoreAvx2(wire, lanes);
+}
+[[gnu::noinline, gnu::cold]] ATP_DATAPATH_AVX512 void AddThenStoreAvx512(int32_t* lanes,
+                                                                         uint8_t* wire) {
+  simd::AddAvx512(lanes, wire);
+  simd::StoreAvx512(wire, lanes);
+}
+
 struct Avx2Path {
   ATP_DATAPATH_AVX2 static void Load(const ValueKernels&, int32_t* lanes, const uint8_t* wire) {
     simd::LoadAvx2(lanes, wire);
@@ -112,6 +132,11 @@ struct Avx2Path {
   }
   ATP_DATAPATH_AVX2 static void Store(const ValueKernels&, uint8_t* wire, const int32_t* lanes) {
     simd::StoreAvx2(wire, lanes);
+  }
+  ATP_DATAPATH_AVX2 static void AddOut(const ValueKernels&, int32_t* lanes, uint8_t* wire) {
+    if (!simd::AddOutAvx2(lanes, wire)) [[unlikely]] {
+      AddThenStoreAvx2(lanes, wire);
+    }
   }
   ATP_DATAPATH_AVX2 static bool Checks(const uint8_t* frame, uint16_t base_port,
                                        const HeaderWords& h) {
@@ -129,6 +154,11 @@ struct Avx512Path {
   }
   ATP_DATAPATH_AVX512 static void Store(const ValueKernels&, uint8_t* wire, const int32_t* lanes) {
     simd::StoreAvx512(wire, lanes);
+  }
+  ATP_DATAPATH_AVX512 static void AddOut(const ValueKernels&, int32_t* lanes, uint8_t* wire) {
+    if (!simd::AddOutAvx512(lanes, wire)) [[unlikely]] {
+      AddThenStoreAvx512(lanes, wire);
+    }
   }
   ATP_DATAPATH_AVX512 static bool Checks(const uint8_t* frame, uint16_t base_port,
                                          const HeaderWords& h) {
@@ -356,15 +386,16 @@ ATP_HOT SwitchPipeline::AggregateStep SwitchPipeline::AggregateAt(uint8_t* frame
   if ((s.bitmap & bitmap) != 0) [[unlikely]] {
     return Duplicate(frame, h.fan_flags, i);
   }
-  Path::Add(kernels_, aggregators_.values(i).lanes, frame + wire::kPayloadOffset);
-  s.bitmap |= bitmap;
-  s.counter = static_cast<uint8_t>(s.counter + Path::Popcount(bitmap));
-  s.ecn |= Has(h, FrameView::kEcn);
-  s.timestamp = now;
   ++counters_.aggregated;
+  const auto counter = static_cast<uint8_t>(s.counter + Path::Popcount(bitmap));
   // Every contribution names distinct bits below the shared fan-in, so the
   // counter reaches the fan-in exactly.
-  if (s.counter == s.fan_in) return Complete<Path>(frame, i);
+  if (counter == s.fan_in) return CompleteWithAdd<kLevel, Path>(frame, i, bitmap);
+  Path::Add(kernels_, aggregators_.values(i).lanes, frame + wire::kPayloadOffset);
+  s.bitmap |= bitmap;
+  s.counter = counter;
+  s.ecn |= Has(h, FrameView::kEcn);
+  s.timestamp = now;
   if (Has(h, FrameView::kResend)) [[unlikely]] {
     return Flush(frame, i);
   }
@@ -451,6 +482,23 @@ ATP_COLD SwitchPipeline::AggregateStep SwitchPipeline::Duplicate(uint8_t* frame,
 template <class Path>
 ATP_HOT SwitchPipeline::AggregateStep SwitchPipeline::Complete(uint8_t* frame, size_t i) {
   WriteOut<Path>(frame, i);
+  Release(i);
+  ++counters_.completed;
+  return AggregateStep::kCompleted;
+}
+
+template <AggregationLevel kLevel, class Path>
+ATP_HOT SwitchPipeline::AggregateStep SwitchPipeline::CompleteWithAdd(uint8_t* frame, size_t i,
+                                                                      uint32_t bitmap) {
+  const AggregatorState& s = aggregators_.state(i);
+  Path::AddOut(kernels_, aggregators_.values(i).lanes, frame + wire::kPayloadOffset);
+  // The packet's bitmap gains the aggregator's; its ecn flag is already set
+  // if it had one, and gets the aggregator's.
+  uint8_t* atp = frame + wire::kAtpOffset;
+  StoreBig32(atp + (kLevel == AggregationLevel::kLevel1 ? wire::internal::kBitmap0Offset
+                                                        : wire::internal::kBitmap1Offset),
+             s.bitmap | bitmap);
+  if (s.ecn) StoreFlags(frame, LoadFlags(frame) | FrameView::kEcn);
   Release(i);
   ++counters_.completed;
   return AggregateStep::kCompleted;

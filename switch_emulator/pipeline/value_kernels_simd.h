@@ -215,6 +215,38 @@ ATP_TARGET_AVX2 inline void StoreAvx2(uint8_t* wire, const int32_t* lanes) {
                          TailMask(), _mm256_shuffle_epi8(_mm256_load_si256(in + kFullRows), swap));
 }
 
+// AddOutAvx2: the add that completes an aggregator, straight into the packet:
+// wire[i] = StickySaturatingAdd(lanes[i], wire[i]) in wire byte order, i < 62;
+// lanes stay as they were (the aggregator is released next). Returns false,
+// having written nothing, when an operand's magnitude is 2^30 or more: the
+// caller then adds and stores (AddAvx2, StoreAvx2), which is exact.
+ATP_TARGET_AVX2 inline bool AddOutAvx2(const int32_t* lanes, uint8_t* wire) {
+  const __m256i swap = ByteSwapMask();
+  const auto* acc = reinterpret_cast<const __m256i*>(lanes);
+  __m256i sums[kFullRows + 1];
+  __m256i magnitudes = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (size_t r = 0; r <= kFullRows; ++r) {
+    const __m256i lane = _mm256_load_si256(acc + r);
+    const __m256i value = LoadWireRow(wire, r, swap);
+    sums[r] = _mm256_add_epi32(lane, value);
+    magnitudes = _mm256_or_si256(magnitudes,
+                                 _mm256_or_si256(_mm256_abs_epi32(lane), _mm256_abs_epi32(value)));
+  }
+  if (!_mm256_testz_si256(magnitudes, _mm256_set1_epi32(static_cast<int32_t>(kLargeMagnitude))))
+      [[unlikely]] {
+    return false;
+  }
+#pragma GCC unroll 8
+  for (size_t r = 0; r < kFullRows; ++r) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(wire + r * kRowLanes * sizeof(int32_t)),
+                        _mm256_shuffle_epi8(sums[r], swap));
+  }
+  _mm256_maskstore_epi32(reinterpret_cast<int*>(wire + kFullRows * kRowLanes * sizeof(int32_t)),
+                         TailMask(), _mm256_shuffle_epi8(sums[kFullRows], swap));
+  return true;
+}
+
 ATP_TARGET_AVX512 inline void LoadAvx512(int32_t* lanes, const uint8_t* wire) {
   const __m512i swap = ByteSwapMask512();
 #pragma GCC unroll 4
@@ -252,6 +284,34 @@ ATP_TARGET_AVX512 inline void StoreAvx512(uint8_t* wire, const int32_t* lanes) {
   _mm512_mask_storeu_epi32(
       wire + kFullRows512 * kRow512Lanes * sizeof(int32_t), kTailMask512,
       _mm512_shuffle_epi8(_mm512_load_si512(lanes + kFullRows512 * kRow512Lanes), swap));
+}
+
+// AddOutAvx512: AddOutAvx2 in rows of 16.
+ATP_TARGET_AVX512 inline bool AddOutAvx512(const int32_t* lanes, uint8_t* wire) {
+  const __m512i swap = ByteSwapMask512();
+  __m512i sums[kFullRows512 + 1];
+  __m512i magnitudes = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (size_t r = 0; r <= kFullRows512; ++r) {
+    const __m512i lane = _mm512_load_si512(lanes + r * kRow512Lanes);
+    const __m512i value = LoadWireRow512(wire, r, swap);
+    sums[r] = _mm512_add_epi32(lane, value);
+    magnitudes = _mm512_ternarylogic_epi32(magnitudes, _mm512_maskz_abs_epi32(kAllLanes, lane),
+                                           _mm512_maskz_abs_epi32(kAllLanes, value), 0xFE);
+  }
+  if (_mm512_test_epi32_mask(magnitudes,
+                             _mm512_set1_epi32(static_cast<int32_t>(kLargeMagnitude))) != 0)
+      [[unlikely]] {
+    return false;
+  }
+#pragma GCC unroll 4
+  for (size_t r = 0; r < kFullRows512; ++r) {
+    _mm512_storeu_si512(wire + r * kRow512Lanes * sizeof(int32_t),
+                        _mm512_shuffle_epi8(sums[r], swap));
+  }
+  _mm512_mask_storeu_epi32(wire + kFullRows512 * kRow512Lanes * sizeof(int32_t), kTailMask512,
+                           _mm512_shuffle_epi8(sums[kFullRows512], swap));
+  return true;
 }
 
 }  // namespace atp::switch_emulator::simd

@@ -33,8 +33,12 @@ struct AggregatorSnapshot {
     const AggregatorArray& a = pipeline.aggregators();
     for (size_t i = 0; i < a.size(); ++i) {
       s.states.push_back(a.state(i));
-      std::array<int32_t, kAggregatorLanes> v;
-      for (size_t k = 0; k < kAggregatorLanes; ++k) v[k] = a.values(i).lanes[k];
+      // A free aggregator's values mean nothing (a claim overwrites them, and
+      // a completion may leave them as they were): they read as zeros here.
+      std::array<int32_t, kAggregatorLanes> v{};
+      if (!a.state(i).is_free()) {
+        for (size_t k = 0; k < kAggregatorLanes; ++k) v[k] = a.values(i).lanes[k];
+      }
       s.values.push_back(v);
     }
     return s;
