@@ -202,6 +202,7 @@ static_assert(static_cast<Verdict>(0) == Verdict::kAbsorbed &&
 
 Decision SwitchPipeline::Process(std::span<uint8_t> frame, TimePoint now,
                                  uint32_t egress_queue_depth) {
+  ++counters_.packets;
   switch (datapath_) {
     case Datapath::kAvx512:
       return ProcessAvx512(frame, now, egress_queue_depth);
@@ -215,6 +216,7 @@ Decision SwitchPipeline::Process(std::span<uint8_t> frame, TimePoint now,
 
 void SwitchPipeline::ProcessBurst(std::span<const std::span<uint8_t>> frames, TimePoint now,
                                   uint32_t egress_queue_depth, std::span<Decision> decisions) {
+  counters_.packets += frames.size();
   switch (datapath_) {
     case Datapath::kAvx512:
       return ProcessBurstAvx512(frames, now, egress_queue_depth, decisions);
@@ -278,7 +280,7 @@ ATP_HOT void SwitchPipeline::ProcessBurstWith(std::span<const std::span<uint8_t>
 template <class Path>
 ATP_HOT Decision SwitchPipeline::ProcessWith(std::span<uint8_t> frame, TimePoint now,
                                              uint32_t egress_queue_depth) {
-  ++counters_.packets;
+  // (Process and ProcessBurst count the packets.)
   if (scan_per_packet_ == 1) [[likely]] {
     ScanOne(now);
   } else {
