@@ -284,6 +284,11 @@ BENCHMARK(BM_Pipeline)
     ->ArgNames({"aggregators", "kernel", "api"})
     ->ArgsProduct({{12 * 65536, 32 * 65536}, {1, 2}, {0, 1}})
     ->MinTime(2.0);
+BENCHMARK(BM_Pipeline)
+    ->ArgNames({"aggregators", "kernel", "api"})
+    ->ArgsProduct({{12 * 65536, 32 * 65536}, {2}, {3}})
+    ->MinTime(2.0)
+    ->UseManualTime();
 
 void BM_BareAdd(benchmark::State& state) {
   const ValueKernel kernel = KernelArg(state.range(0));

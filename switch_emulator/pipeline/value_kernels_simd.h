@@ -299,9 +299,8 @@ ATP_TARGET_AVX512 inline bool AddOutAvx512(const int32_t* lanes, uint8_t* wire) 
     magnitudes = _mm512_ternarylogic_epi32(magnitudes, _mm512_maskz_abs_epi32(kAllLanes, lane),
                                            _mm512_maskz_abs_epi32(kAllLanes, value), 0xFE);
   }
-  if (_mm512_test_epi32_mask(magnitudes,
-                             _mm512_set1_epi32(static_cast<int32_t>(kLargeMagnitude))) != 0)
-      [[unlikely]] {
+  if (_mm512_test_epi32_mask(
+          magnitudes, _mm512_set1_epi32(static_cast<int32_t>(kLargeMagnitude))) != 0) [[unlikely]] {
     return false;
   }
 #pragma GCC unroll 4

@@ -210,23 +210,9 @@ TEST(ValueKernelsTest, StickySaturatingAddKeepsEveryBound) {
 // The values where the arithmetic has edges: the bounds, their neighbours,
 // zero, a few ordinary ones, and the magnitude 2^30 where the vector kernels
 // leave their wrapping fast path (value_kernels_simd.h) and its neighbours.
-constexpr int32_t kEdgeValues[] = {kMin,
-                                   kMin + 1,
-                                   kMin + 2,
-                                   -(1 << 30) - 1,
-                                   -(1 << 30),
-                                   -(1 << 30) + 1,
-                                   -2,
-                                   -1,
-                                   0,
-                                   1,
-                                   2,
-                                   (1 << 30) - 1,
-                                   1 << 30,
-                                   (1 << 30) + 1,
-                                   kMax - 2,
-                                   kMax - 1,
-                                   kMax};
+constexpr int32_t kEdgeValues[] = {
+    kMin, kMin + 1, kMin + 2,      -(1 << 30) - 1, -(1 << 30),    -(1 << 30) + 1, -2,       -1,  0,
+    1,    2,        (1 << 30) - 1, 1 << 30,        (1 << 30) + 1, kMax - 2,       kMax - 1, kMax};
 
 // Every kernel against the reference for every pair of edge values, each pair
 // tried in every lane (rows and the masked tail row alike).
