@@ -56,9 +56,16 @@ TestFrame RandomPacket(std::mt19937& rng) {
     h.bitmap0 = (rng() % 4 == 0) ? ((rng() & all0) | 1u) : (1u << (rng() % h.fan_in0));
     h.bitmap1 = rng() % 8 == 0 ? 1u << (rng() % h.fan_in1) : 1u;
   }
+  // A third of the fragments hold only small values (the vector adds' fast
+  // path), a third also values around the magnitude 2^30 where that path ends,
+  // a third also values at and near the bounds.
   wire::Payload p;
+  const uint32_t mix = rng() % 3;
   for (uint32_t& v : p) {
-    v = rng() % 4 == 0 ? (0x7FFFFFF0u + rng() % 32) : static_cast<uint32_t>(rng() % 2001) - 1000;
+    const uint32_t small = static_cast<uint32_t>(rng() % 2001) - 1000;
+    const uint32_t near_2_30 = (rng() % 2 == 0 ? 1u : ~0u) * ((1u << 30) - 8 + rng() % 16);
+    const uint32_t near_bound = 0x7FFFFFF0u + rng() % 32;
+    v = mix == 0 || rng() % 4 != 0 ? small : mix == 1 ? near_2_30 : near_bound;
   }
   TestFrame f = Frame(h, p);
   if (rng() % 25 == 0) f.bytes[wire::kIpv4Offset + 10] ^= 0x40;  // now and then, a bad checksum
