@@ -93,7 +93,7 @@ uint32_t LoadBig32(const uint8_t* p) {
 // Restoring a completed frame. A completion rewrites the payload, bitmap0 and
 // the fan/flags word; the harness writes bitmap0 itself, so it copies back the
 // last 256 bytes of the template (bitmap1 to the end: 50..305, the fan/flags
-// word and payload included) with the widest moves the CPU has. A plain
+// word and payload included) in 32-byte moves (16-byte without AVX2). A plain
 // assignment of the 306-byte array compiles to `rep movsq` here, whose
 // start-up cost made the harness a third of the benchmark's time (perf,
 // 2026-11-29): more than the pipeline's own work on a completing packet.
