@@ -85,8 +85,9 @@ struct alignas(32) AggregatorState {
 static_assert(sizeof(AggregatorState) == 32, "two states per cache line");
 
 // AggregatorValues: the data half of one aggregator: value[i] is the running
-// saturating int32 sum of payload value i, host byte order. Lanes 62 and 63
-// are padding and stay zero.
+// saturating int32 sum of payload value i, host byte order, meaningful while
+// the aggregator is busy (a claim overwrites it; a completion may leave it
+// as it was before the last add). Lanes 62 and 63 are padding and stay zero.
 struct alignas(64) AggregatorValues {
   int32_t lanes[kAggregatorLanes] = {};
 };
