@@ -27,6 +27,9 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -41,14 +44,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <rte_eal.h>
-#include <rte_ethdev.h>
-#include <rte_mbuf.h>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -61,14 +61,17 @@
 
 ABSL_FLAG(std::string, port, "memif", "Port kind: memif (no root) or af_packet (root).");
 ABSL_FLAG(std::string, memif_socket, "", "memif: the socket file of the switch port (a server).");
-ABSL_FLAG(std::string, memif_role, "client", "memif: client (the switch port is a server) or server.");
+ABSL_FLAG(std::string, memif_role, "client",
+          "memif: client (the switch port is a server) or server.");
 ABSL_FLAG(int, memif_id, 0, "memif: interface id on the socket.");
 ABSL_FLAG(std::string, udp_bind, "127.0.0.1:0", "udp: IP:PORT to send from.");
 ABSL_FLAG(std::string, udp_target, "", "udp: IP:PORT of the kernel_udp switch port (its bind).");
 ABSL_FLAG(std::string, iface, "", "af_packet: the interface to send on.");
-ABSL_FLAG(std::string, netns, "", "af_packet: network namespace (/var/run/netns/NAME) the interface is in.");
+ABSL_FLAG(std::string, netns, "",
+          "af_packet: network namespace (/var/run/netns/NAME) the interface is in.");
 ABSL_FLAG(int, count, 10, "Frames of each malformed kind (8 kinds).");
-ABSL_FLAG(int, job, 1, "Job id the frames claim (a job the switch aggregates makes the test stricter).");
+ABSL_FLAG(int, job, 1,
+          "Job id the frames claim (a job the switch aggregates makes the test stricter).");
 ABSL_FLAG(std::string, src, "10.1.0.1", "IPv4 source of the frames.");
 ABSL_FLAG(std::string, dst, "10.1.200.1", "IPv4 destination of the frames.");
 ABSL_FLAG(int, link_timeout_s, 10, "How long to wait for the link to come up.");
@@ -151,11 +154,13 @@ absl::Status EnterNetns(const std::string& name) {
   if (name.empty()) return absl::OkStatus();
   const std::string path = "/var/run/netns/" + name;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat("--netns: cannot open ", path, ": ", strerror(errno)));
+  if (fd < 0)
+    return absl::NotFoundError(absl::StrCat("--netns: cannot open ", path, ": ", strerror(errno)));
   const int rc = setns(fd, CLONE_NEWNET);
   const int err = errno;
   close(fd);
-  if (rc != 0) return absl::PermissionDeniedError(absl::StrCat("--netns: setns ", name, ": ", strerror(err)));
+  if (rc != 0)
+    return absl::PermissionDeniedError(absl::StrCat("--netns: setns ", name, ": ", strerror(err)));
   return absl::OkStatus();
 }
 
@@ -174,7 +179,8 @@ bool ParseSockaddr(const std::string& text, sockaddr_in* out) {
 }
 
 // PrintResult: the JSON line the tests read.
-void PrintResult(const std::vector<Garbage>& kinds, const std::vector<int>& sent_by_kind, int sent) {
+void PrintResult(const std::vector<Garbage>& kinds, const std::vector<int>& sent_by_kind,
+                 int sent) {
   std::string by_reason;
   for (size_t k = 0; k < kinds.size(); ++k) {
     absl::StrAppend(&by_reason, k == 0 ? "" : ", ", "\"",
@@ -182,6 +188,34 @@ void PrintResult(const std::vector<Garbage>& kinds, const std::vector<int>& sent
   }
   std::printf("{\"sent\": %d, \"by_reason\": {%s}}\n", sent, by_reason.c_str());
   std::fflush(stdout);
+}
+
+// SendAndHold: `count` rounds of every kind through `send` (true when the
+// frame left), the result line, then `drain` every 5 ms until --hold_s has
+// passed or a signal came. The exit status: 0 iff every frame left.
+int SendAndHold(const std::vector<Garbage>& kinds, int count,
+                const std::function<bool(const Garbage&)>& send,
+                const std::function<void()>& drain) {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::vector<int> sent_by_kind(kinds.size(), 0);
+  int sent = 0;
+  for (int round = 0; round < count; ++round) {
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      if (send(kinds[k])) {
+        ++sent;
+        ++sent_by_kind[k];
+      }
+    }
+  }
+  PrintResult(kinds, sent_by_kind, sent);
+  const auto hold_until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(absl::GetFlag(FLAGS_hold_s));
+  while (!g_stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < hold_until) {
+    drain();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return sent == count * static_cast<int>(kinds.size()) ? 0 : 1;
 }
 
 // SendUdp: --port=udp: one datagram per frame, paced; then holds.
@@ -200,35 +234,24 @@ int SendUdp(const std::vector<Garbage>& kinds, int count) {
     if (fd >= 0) ::close(fd);
     return 1;
   }
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::vector<int> sent_by_kind(kinds.size(), 0);
-  int sent = 0;
-  for (int round = 0; round < count; ++round) {
-    for (size_t k = 0; k < kinds.size(); ++k) {
-      const ssize_t n = ::sendto(fd, kinds[k].bytes.data(), kinds[k].bytes.size(), 0,
-                                 reinterpret_cast<const sockaddr*>(&target), sizeof(target));
-      if (n == static_cast<ssize_t>(kinds[k].bytes.size())) {
-        ++sent;
-        ++sent_by_kind[k];
-      } else {
-        std::fprintf(stderr, "garbage_sender: sendto: %s\n", n < 0 ? strerror(errno) : "short");
-      }
-      // Paced: a burst of garbage must not be lost to a full socket buffer.
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const auto send = [&](const Garbage& garbage) {
+    const ssize_t n = ::sendto(fd, garbage.bytes.data(), garbage.bytes.size(), 0,
+                               reinterpret_cast<const sockaddr*>(&target), sizeof(target));
+    const bool whole = n == static_cast<ssize_t>(garbage.bytes.size());
+    if (!whole)
+      std::fprintf(stderr, "garbage_sender: sendto: %s\n", n < 0 ? strerror(errno) : "short");
+    // Paced: a burst of garbage must not be lost to a full socket buffer.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    return whole;
+  };
+  const auto drain = [fd] {
+    std::array<uint8_t, 2048> buffer{};
+    while (::recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT) > 0) {
     }
-  }
-  PrintResult(kinds, sent_by_kind, sent);
-  const auto hold_until =
-      std::chrono::steady_clock::now() + std::chrono::seconds(absl::GetFlag(FLAGS_hold_s));
-  std::array<uint8_t, 2048> drain{};
-  while (!g_stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < hold_until) {
-    while (::recv(fd, drain.data(), drain.size(), MSG_DONTWAIT) > 0) {
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  };
+  const int status = SendAndHold(kinds, count, send, drain);
   ::close(fd);
-  return sent == count * static_cast<int>(kinds.size()) ? 0 : 1;
+  return status;
 }
 
 // GarbageFrames: the malformed frames the flags describe.
@@ -311,8 +334,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "garbage_sender: port %s was not created\n", port_name.c_str());
     return 1;
   }
-  rte_mempool* pool = rte_pktmbuf_pool_create("garbage", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                              SOCKET_ID_ANY);
+  rte_mempool* pool =
+      rte_pktmbuf_pool_create("garbage", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
   rte_eth_conf conf{};
   if (pool == nullptr || rte_eth_dev_configure(port, 1, 1, &conf) != 0 ||
       rte_eth_rx_queue_setup(port, 0, 256, SOCKET_ID_ANY, nullptr, pool) != 0 ||
@@ -346,53 +369,39 @@ int Main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::vector<int> sent_by_kind(kinds.size(), 0);
-  int sent = 0;
-  for (int round = 0; round < count; ++round) {
-    for (size_t k = 0; k < kinds.size(); ++k) {
-      rte_mbuf* m = rte_pktmbuf_alloc(pool);
-      while (m == nullptr && std::chrono::steady_clock::now() < deadline + std::chrono::seconds(5)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        m = rte_pktmbuf_alloc(pool);
-      }
-      if (m == nullptr) break;
-      char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(kinds[k].bytes.size()));
-      std::memcpy(data, kinds[k].bytes.data(), kinds[k].bytes.size());
-      // Paced, one at a time: a burst of garbage must not be lost to a full ring.
-      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-      while (rte_eth_tx_burst(port, 0, &m, 1) == 0) {
-        if (std::chrono::steady_clock::now() > give_up) {
-          rte_pktmbuf_free(m);
-          m = nullptr;
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-      }
-      if (m != nullptr) {
-        ++sent;
-        ++sent_by_kind[k];
-      }
-      // Drain what the switch sends us (a probe port gets nothing, normally).
-      std::array<rte_mbuf*, 32> rx{};
-      const uint16_t n = rte_eth_rx_burst(port, 0, rx.data(), rx.size());
-      for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(rx[i]);
-    }
-  }
-  PrintResult(kinds, sent_by_kind, sent);
-
-  const auto hold_until =
-      std::chrono::steady_clock::now() + std::chrono::seconds(absl::GetFlag(FLAGS_hold_s));
-  while (!g_stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < hold_until) {
+  // Drains what the switch sends us (a probe port gets nothing, normally).
+  const auto drain = [port] {
     std::array<rte_mbuf*, 32> rx{};
     const uint16_t n = rte_eth_rx_burst(port, 0, rx.data(), rx.size());
     for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(rx[i]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  };
+  const auto send = [&](const Garbage& garbage) {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool);
+    while (m == nullptr && std::chrono::steady_clock::now() < deadline + std::chrono::seconds(5)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      m = rte_pktmbuf_alloc(pool);
+    }
+    if (m == nullptr) return false;
+    char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(garbage.bytes.size()));
+    std::memcpy(data, garbage.bytes.data(), garbage.bytes.size());
+    // Paced, one at a time: a burst of garbage must not be lost to a full ring.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    bool left = true;
+    while (rte_eth_tx_burst(port, 0, &m, 1) == 0) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        rte_pktmbuf_free(m);
+        left = false;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    drain();
+    return left;
+  };
+  const int status = SendAndHold(kinds, count, send, drain);
   rte_eth_dev_stop(port);
   rte_eth_dev_close(port);
-  return sent == count * static_cast<int>(kinds.size()) ? 0 : 1;
+  return status;
 }
 
 }  // namespace
