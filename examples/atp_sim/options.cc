@@ -4,8 +4,12 @@
 #include <cstdint>
 #include <string>
 
+#include <unistd.h>
+
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "atp/status_macros.h"
+#include "switch_emulator/pipeline/aggregator.h"
 
 ABSL_FLAG(int, workers, 4, "Workers per job, 1..1024 (at most 32 per rack per job).");
 ABSL_FLAG(int, racks, 1,
@@ -84,6 +88,77 @@ absl::Status Bad(const std::string& flag, const std::string& message) {
 absl::Status CheckFraction(const std::string& flag, double value) {
   if (!(value >= 0.0 && value <= 1.0)) {
     return Bad(flag, absl::StrCat(value, " is not a probability in 0..1"));
+  }
+  return absl::OkStatus();
+}
+
+// kMaxDurationNs: the longest simulated duration any flag may give (one
+// day). Simulated times are int64 nanoseconds; sums of a few of them (a time
+// limit plus settling, a deadline plus a backed-off timeout) stay far inside
+// int64 with this bound, and no experiment needs more.
+constexpr double kMaxDurationNs = 86400e9;
+
+// Duration: `value` (in units of `unit_ns` nanoseconds) as a TimeDelta, or an
+// error naming `flag` when it is not finite, below `min` (or not above it
+// when `min_exclusive`), longer than kMaxDurationNs, or positive but shorter
+// than a nanosecond.
+absl::StatusOr<TimeDelta> Duration(const std::string& flag, double value, double unit_ns,
+                                   double min, bool min_exclusive) {
+  const bool low = min_exclusive ? !(value > min) : !(value >= min);
+  const double max_units = kMaxDurationNs / unit_ns;
+  if (low || !(value <= max_units)) {
+    return Bad(flag, absl::StrCat(value, " is not in ", min_exclusive ? "(" : "[", min, ", ",
+                                  max_units, "] (at most one simulated day)"));
+  }
+  const int64_t ns = std::llround(value * unit_ns);
+  if (value > 0 && ns == 0) {
+    return Bad(flag, absl::StrCat(value, " is below the simulator's resolution (1 ns)"));
+  }
+  return TimeDelta::FromNanoseconds(ns);
+}
+
+// PhysicalMemoryBytes: this machine's RAM (0 when unknown).
+double PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? static_cast<double>(pages) * static_cast<double>(page_size)
+                                    : 0.0;
+}
+
+// CheckMemory: refuses a run whose tensors or aggregator arrays would need
+// more than half of this machine's RAM (they would abort with bad_alloc or
+// swap), naming the flags that size them. The estimate counts what the run
+// allocates per value and per aggregator, not the few MB of the rest.
+absl::Status CheckMemory(const ExperimentConfig& config, int workers, int jobs, int racks) {
+  const double memory = PhysicalMemoryBytes();
+  if (memory <= 0) return absl::OkStatus();
+  const double budget = memory / 2;
+  // Per job and value: each worker's input and output (8 bytes), the exact
+  // answer's sums and results (~20 bytes), and with the float path each
+  // worker's row of the values that may need it (4 bytes).
+  const double per_value =
+      8.0 * workers + 20.0 + (config.workload.overflow_every > 0 ? 4.0 * workers : 0.0);
+  const double tensors = static_cast<double>(config.workload.values) * per_value * jobs;
+  // Every ToR (one per worker rack, plus the PS's with several racks) holds
+  // the whole array.
+  const int switches = racks + (racks > 1 ? 1 : 0);
+  const double arrays = static_cast<double>(config.topology.switches.aggregators) * switches *
+                        static_cast<double>(sizeof(switch_emulator::AggregatorState) +
+                                            sizeof(switch_emulator::AggregatorValues));
+  if (arrays > budget) {
+    return Bad("aggregators",
+               absl::StrCat(config.topology.switches.aggregators, " aggregators on ", switches,
+                            " switches need ", std::llround(arrays / (1 << 20)),
+                            " MiB, more than half of this machine's ",
+                            std::llround(memory / (1 << 20)), " MiB"));
+  }
+  if (tensors + arrays > budget) {
+    return Bad("tensor_mb",
+               absl::StrCat("tensors of ", config.workload.values * 4 / (1 << 20), " MiB for ",
+                            jobs, " job(s) x ", workers, " workers need ",
+                            std::llround(tensors / (1 << 20)), " MiB, more than half of this "
+                            "machine's ", std::llround(memory / (1 << 20)),
+                            " MiB; lower --tensor_mb, --workers or --jobs"));
   }
   return absl::OkStatus();
 }
@@ -168,10 +243,9 @@ absl::StatusOr<Options> OptionsFromFlags() {
   const int ecn = absl::GetFlag(FLAGS_ecn_threshold);
   if (ecn < 0) return Bad("ecn_threshold", "must be >= 0");
   config.topology.switches.ecn_threshold = static_cast<uint32_t>(ecn);
-  const double orphan_ms = absl::GetFlag(FLAGS_orphan_timeout_ms);
-  if (!(orphan_ms > 0)) return Bad("orphan_timeout_ms", "must be > 0");
-  config.topology.switches.orphan_timeout =
-      TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(orphan_ms * 1e6)));
+  ATP_ASSIGN_OR_RETURN(config.topology.switches.orphan_timeout,
+                       Duration("orphan_timeout_ms", absl::GetFlag(FLAGS_orphan_timeout_ms), 1e6,
+                                0, /*min_exclusive=*/true));
   config.settle_time = config.topology.switches.orphan_timeout * 2 + TimeDelta::FromMilliseconds(1);
 
   const std::string levels = absl::GetFlag(FLAGS_levels);
@@ -186,16 +260,19 @@ absl::StatusOr<Options> OptionsFromFlags() {
   }
 
   const double gbps = absl::GetFlag(FLAGS_link_gbps);
-  const double delay_us = absl::GetFlag(FLAGS_delay_us);
   const int queue_frames = absl::GetFlag(FLAGS_queue_frames);
-  if (!(gbps > 0)) return Bad("link_gbps", "must be > 0");
-  if (!(delay_us >= 0)) return Bad("delay_us", "must be >= 0");
+  // 1 Mb/s to 1 Pb/s: a frame's serialization time (picoseconds, int64)
+  // stays exact and finite.
+  if (!(gbps >= 1e-3 && gbps <= 1e6)) {
+    return Bad("link_gbps", absl::StrCat(gbps, " is not in [0.001, 1000000]"));
+  }
+  ATP_ASSIGN_OR_RETURN(const TimeDelta delay,
+                       Duration("delay_us", absl::GetFlag(FLAGS_delay_us), 1e3, 0,
+                                /*min_exclusive=*/false));
   if (queue_frames < 1) return Bad("queue_frames", "must be >= 1");
-  const sim::LinkConfig link{
-      .bandwidth_bps = gbps * 1e9,
-      .propagation_delay =
-          TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(delay_us * 1e3))),
-      .queue_capacity_packets = static_cast<uint32_t>(queue_frames)};
+  const sim::LinkConfig link{.bandwidth_bps = gbps * 1e9,
+                             .propagation_delay = delay,
+                             .queue_capacity_packets = static_cast<uint32_t>(queue_frames)};
   config.topology.host_link = link;
   config.topology.fabric_link = link;
 
@@ -242,10 +319,9 @@ absl::StatusOr<Options> OptionsFromFlags() {
   const int overflow_every = absl::GetFlag(FLAGS_overflow_every);
   if (overflow_every < 0) return Bad("overflow_every", "must be >= 0");
   config.workload.overflow_every = static_cast<uint32_t>(overflow_every);
-  const double jitter_us = absl::GetFlag(FLAGS_jitter_us);
-  if (!(jitter_us >= 0)) return Bad("jitter_us", "must be >= 0");
-  config.workload.start_jitter =
-      TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(jitter_us * 1e3)));
+  ATP_ASSIGN_OR_RETURN(config.workload.start_jitter,
+                       Duration("jitter_us", absl::GetFlag(FLAGS_jitter_us), 1e3, 0,
+                                /*min_exclusive=*/false));
   config.seed = absl::GetFlag(FLAGS_seed);
   config.workload.seed = config.seed;
 
@@ -259,18 +335,24 @@ absl::StatusOr<Options> OptionsFromFlags() {
   if (auto s = CheckFraction("reorder", imp.reorder); !s.ok()) return s;
   if (auto s = CheckFraction("duplicate", imp.duplicate); !s.ok()) return s;
   if (auto s = CheckFraction("corrupt", imp.corrupt); !s.ok()) return s;
-  const double reorder_delay_us = absl::GetFlag(FLAGS_reorder_delay_us);
-  if (!(reorder_delay_us > 0)) return Bad("reorder_delay_us", "must be > 0");
-  imp.reorder_delay =
-      TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(reorder_delay_us * 1e3)));
+  ATP_ASSIGN_OR_RETURN(imp.reorder_delay,
+                       Duration("reorder_delay_us", absl::GetFlag(FLAGS_reorder_delay_us), 1e3, 0,
+                                /*min_exclusive=*/true));
 
-  const double sample_us = absl::GetFlag(FLAGS_sample_us);
-  if (!(sample_us >= 0)) return Bad("sample_us", "must be >= 0");
-  config.sample_interval =
-      TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(sample_us * 1e3)));
-  const double limit_ms = absl::GetFlag(FLAGS_time_limit_ms);
-  if (!(limit_ms > 0)) return Bad("time_limit_ms", "must be > 0");
-  config.time_limit = TimeDelta::FromNanoseconds(static_cast<int64_t>(std::llround(limit_ms * 1e6)));
+  ATP_ASSIGN_OR_RETURN(config.sample_interval,
+                       Duration("sample_us", absl::GetFlag(FLAGS_sample_us), 1e3, 0,
+                                /*min_exclusive=*/false));
+  ATP_ASSIGN_OR_RETURN(config.time_limit,
+                       Duration("time_limit_ms", absl::GetFlag(FLAGS_time_limit_ms), 1e6, 0,
+                                /*min_exclusive=*/true));
+  // Each job keeps one sample per interval until the limit.
+  if (config.sample_interval > TimeDelta::Zero() &&
+      config.time_limit.ToNanoseconds() / config.sample_interval.ToNanoseconds() * jobs >
+          10'000'000) {
+    return Bad("sample_us",
+               "gives more than 10^7 samples (all jobs) before --time_limit_ms; sample less often");
+  }
+  ATP_RETURN_IF_ERROR(CheckMemory(config, workers, jobs, racks));
   return options;
 }
 

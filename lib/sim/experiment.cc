@@ -19,6 +19,10 @@ enum FilterStream : uint64_t {
   kStreamsPerLink = 8,
 };
 
+// The stream of the workers' timer jitter (WorkerQueueConfig::timer_seed),
+// beyond every link's.
+constexpr uint64_t kTimerStream = ~uint64_t{0};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Experiment>> Experiment::Create(const ExperimentConfig& config) {
@@ -26,7 +30,9 @@ absl::StatusOr<std::unique_ptr<Experiment>> Experiment::Create(const ExperimentC
     return absl::InvalidArgumentError("ExperimentConfig.workload.iterations: must be >= 0");
   }
   std::unique_ptr<Experiment> experiment(new Experiment(config));
-  ATP_ASSIGN_OR_RETURN(experiment->network_, BuildNetwork(config.topology));
+  // The run's seed also seeds the workers' timer jitter (same seed, same run).
+  experiment->config_.topology.worker.timer_seed = Random::DeriveSeed(config.seed, kTimerStream);
+  ATP_ASSIGN_OR_RETURN(experiment->network_, BuildNetwork(experiment->config_.topology));
   experiment->AttachImpairments();
   Network& net = *experiment->network_;
   for (size_t j = 0; j < net.job_count(); ++j) {
@@ -152,7 +158,9 @@ ExperimentResult Experiment::Run() {
     r.job = job.shape.job;
     r.workers = job.shape.total_workers();
     r.racks = job.shape.racks();
-    r.completed = driver.done();
+    // A job that finished only while settling (after the limit) did not
+    // finish within the limit.
+    r.completed = driver.done() && driver.finish_time() <= limit;
     if (r.completed) {
       r.completion_time = driver.finish_time() - driver.start_time();
       const double seconds = r.completion_time.ToSeconds();

@@ -52,7 +52,9 @@ struct ExperimentConfig {
   TopologyConfig topology;
   WorkloadConfig workload;
   Impairments impairments;
-  uint64_t seed = 1;  // filters; the workload has its own seed
+  // seed: link filters and the workers' timer jitter (it replaces
+  // topology.worker.timer_seed); the workload has its own seed.
+  uint64_t seed = 1;
   // time_limit: simulated time after which the run gives up on unfinished jobs.
   TimeDelta time_limit = TimeDelta::FromSeconds(30);
   // settle_time: after the last job finishes, the run goes on this long (idle

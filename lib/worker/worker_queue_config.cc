@@ -51,6 +51,10 @@ absl::Status WorkerQueueConfig::Validate() const {
       loss_response != CongestionController::LossResponse::kHalveOnlyWithEcn) {
     return FieldError("loss_response", "unknown value");
   }
+  if (rto_jitter_percent > 100) {
+    return FieldError("rto_jitter_percent",
+                      absl::StrCat("must be in 0..100, got ", rto_jitter_percent));
+  }
   if (absl::Status s = rtt_config().Validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("WorkerQueueConfig.", s.message()));
   }

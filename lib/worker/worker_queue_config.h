@@ -70,6 +70,14 @@ struct WorkerQueueConfig {
   // nothing and only stretches recovery under heavy loss.
   TimeDelta max_rto = TimeDelta::FromMilliseconds(100);
   double rto_backoff = 2.0;
+  // Timer jitter (see TimerJitter): every timer deadline is stretched by a
+  // fraction in [0, rto_jitter_percent %) of the timeout, drawn afresh at
+  // each timeout from a stream seeded by timer_seed and this engine's
+  // (job, rack, worker, queue). 0 turns it off (every worker of a job then
+  // times out in the same instant: see timer_jitter.h for why that
+  // livelocks). A simulation sets timer_seed from its run seed.
+  uint32_t rto_jitter_percent = 25;
+  uint64_t timer_seed = 0;
 
   // Validate: the shape is valid and every field is in range; the message
   // names the offending field ("WorkerQueueConfig.slots: ...").

@@ -28,7 +28,11 @@ WorkerQueueEngine::WorkerQueueEngine(WorkerQueueConfig config)
       slots_(config_.slots),
       resend_ring_(config_.slots),
       rtt_(config_.rtt_config()),
-      cc_(config_.cc_config()) {
+      cc_(config_.cc_config()),
+      jitter_(config_.timer_seed,
+              (uint64_t{config_.shape.job} << 48) | (static_cast<uint64_t>(config_.rack) << 32) |
+                  (static_cast<uint64_t>(config_.worker_in_rack) << 16) | config_.queue,
+              config_.rto_jitter_percent) {
   header_template_.job = config_.shape.job;
   header_template_.bitmap0 = uint32_t{1} << config_.worker_in_rack;
   header_template_.bitmap1 = uint32_t{1} << config_.rack;
@@ -156,7 +160,8 @@ void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
   recovery_end_ = next_send_;
   SkipRecoveredPositions();
   loss_.OnTimeout(expected_, cc_.send_bound());
-  rto_deadline_ = now + rtt_.Rto();
+  jitter_.Redraw();
+  rto_deadline_ = TimerDeadline(now);
 }
 
 void WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission,
@@ -236,7 +241,7 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     ++counters_.fragments_sent;
     if (out[n].header.fp) ++counters_.fp_fragments_sent;
     ++n;
-    if (in_flight_ == 0) rto_deadline_ = now + rtt_.Rto();
+    if (in_flight_ == 0) rto_deadline_ = TimerDeadline(now);
     ++in_flight_;
     ++window_in_flight_;
     ++next_send_;
@@ -279,7 +284,7 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
     slot.send_as_float = true;
     QueueResend(position, ResendCause::kOverflow);
     // The request proves the path works: the float32 resend gets a full RTO.
-    rto_deadline_ = now + rtt_.Rto();
+    rto_deadline_ = TimerDeadline(now);
     return;
   }
 
@@ -328,7 +333,7 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
     QueueResend(expected_, ResendCause::kLoss);
   }
   // RFC 6298 (5.3): restart the timer on an acknowledgement of new data.
-  rto_deadline_ = in_flight_ > 0 ? now + rtt_.Rto() : TimePoint::Infinite();
+  rto_deadline_ = in_flight_ > 0 ? TimerDeadline(now) : TimePoint::Infinite();
 }
 
 size_t WorkerQueueEngine::CollectCompletions(std::span<OperationId> out) {

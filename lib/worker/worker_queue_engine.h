@@ -47,6 +47,11 @@
 // resends, which the switches would not aggregate (ATP-SPEC section 4,
 // rule 4): 1,024 workers timing out together send 1,024 frames, not 200,000.
 //
+// Timer jitter: every deadline is the RTO stretched by a per-engine random
+// fraction redrawn at each timeout (TimerJitter), so the workers of a job,
+// which restart their timers on the same multicast parameter packet, do not
+// resend in the same instant round after round (liveness: timer_jitter.h).
+//
 // Round trips: a sample is taken from the acknowledgement of a fragment sent
 // once (Karn's rule), from an overflow request answering a fragment sent
 // once, and from the acknowledgement of the float32 resend that answered
@@ -77,6 +82,7 @@
 #include "lib/worker/congestion_controller.h"
 #include "lib/worker/loss_detector.h"
 #include "lib/worker/rtt_estimator.h"
+#include "lib/worker/timer_jitter.h"
 #include "lib/worker/worker_queue_config.h"
 
 namespace atp::worker {
@@ -224,6 +230,8 @@ class WorkerQueueEngine {
   // CountAgainstWindow: `slot` (in flight) counts against the window again.
   void CountAgainstWindow(Slot& slot);
   void TakeRttSample(TimeDelta rtt);
+  // TimerDeadline: when a timer armed at `now` fires (RTO, jittered).
+  TimePoint TimerDeadline(TimePoint now) const { return now + jitter_.Stretch(rtt_.Rto()); }
   void BuildMessage(const Slot& slot, Transmission transmission, wire::AtpMessage& out) const;
   Operation& OperationForNextSend();
   void PopCompletedOperations();
@@ -240,6 +248,7 @@ class WorkerQueueEngine {
   RttEstimator rtt_;
   CongestionController cc_;
   LossDetector loss_;
+  TimerJitter jitter_;
   TimePoint rto_deadline_ = TimePoint::Infinite();
 
   // Positions: [0, expected_) acknowledged; [expected_, next_send_) in flight

@@ -99,6 +99,9 @@ TEST(WorkerQueueConfigTest, RtoFieldsAreChecked) {
   config = SmallConfig();
   config.rto_backoff = 0.9;
   ExpectRejected(config, "WorkerQueueConfig.rto_backoff");
+  config = SmallConfig();
+  config.rto_jitter_percent = 101;
+  ExpectRejected(config, "WorkerQueueConfig.rto_jitter_percent");
 }
 
 TEST(WorkerQueueConfigTest, DefaultRtoIs200UsFloor100MsCeilingAndLossesHalveTheWindow) {

@@ -28,7 +28,8 @@ inline TimeDelta Ms(int64_t ms) { return TimeDelta::FromMilliseconds(ms); }
 
 // SmallConfig: job 7, one rack of one worker, queue 3; an RTO of 10 ms
 // before the first sample, floor 1 ms; a detected loss halves the window
-// (the spec's rule; the default only halves with recent ecn).
+// (the spec's rule; the default only halves with recent ecn). No timer
+// jitter, so tests can name exact deadlines (TimerJitterTest covers it).
 inline WorkerQueueConfig SmallConfig(uint32_t slots = 16, uint32_t initial_window = 8) {
   WorkerQueueConfig config;
   config.shape = protocol::JobShape::Uniform(kJob, 1, 1);
@@ -42,6 +43,7 @@ inline WorkerQueueConfig SmallConfig(uint32_t slots = 16, uint32_t initial_windo
   config.max_rto = TimeDelta::FromSeconds(1);
   config.rto_backoff = 2.0;
   config.loss_response = CongestionController::LossResponse::kHalve;
+  config.rto_jitter_percent = 0;
   return config;
 }
 
