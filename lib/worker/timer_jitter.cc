@@ -27,6 +27,15 @@ void TimerJitter::Redraw() {
   fraction_millionths_ = range == 0 ? 0 : static_cast<uint32_t>(SplitMix64(state_) % range);
 }
 
+TimeDelta TimerJitter::Spread(TimeDelta span) {
+  const uint64_t range = uint64_t{percent_} * 20000;  // millionths of span
+  if (range == 0 || span <= TimeDelta::Zero() || span.IsInfinite()) return TimeDelta::Zero();
+  const uint64_t millionths = SplitMix64(state_) % range;
+  __extension__ using Wide = __int128;
+  const Wide ns = static_cast<Wide>(span.ToNanoseconds()) * millionths / 1000000;
+  return TimeDelta::FromNanoseconds(static_cast<int64_t>(ns));
+}
+
 TimeDelta TimerJitter::Stretch(TimeDelta rto) const {
   if (rto.IsInfinite()) return rto;
   // 128 bits: any finite rto times 10^6 fits.

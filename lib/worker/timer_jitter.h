@@ -22,6 +22,14 @@
 //   TimerJitter jitter(config.timer_seed, key, config.rto_jitter_percent);
 //   deadline = now + jitter.Stretch(rtt.Rto());
 //   ... on a timeout: jitter.Redraw();
+//   ... resends a multicast triggered: hold them for jitter.Spread(srtt).
+//
+// The same reasoning holds for resends that a parameter packet triggers
+// (three out-of-order ones declaring a loss, an overflow request, the next
+// fragment of a timeout's recovery): every worker gets that packet in the
+// same instant and would resend in the same instant, an unaggregated incast
+// of fan-in frames into the PS's port per position. Spread() gives each
+// worker a fresh random wait of up to half a smoothed round trip first.
 #ifndef ATP_LIB_WORKER_TIMER_JITTER_H_
 #define ATP_LIB_WORKER_TIMER_JITTER_H_
 
@@ -44,6 +52,10 @@ class TimerJitter {
 
   // Redraw: a fresh draw (after each timeout, so rounds are independent).
   void Redraw();
+
+  // Spread: a fresh uniform draw in [0, span * 2 * percent / 100) (with the
+  // default 25%: up to half of `span`); does not change the timer's draw.
+  TimeDelta Spread(TimeDelta span);
 
   // fraction_millionths: the current stretch, in millionths of the timeout.
   uint32_t fraction_millionths() const { return fraction_millionths_; }

@@ -100,8 +100,23 @@ bool WorkerQueueEngine::MaySendNew() const {
 }
 
 bool WorkerQueueEngine::WantsToSend() const {
+  if (resends_held_) return MaySendNew();
   return resend_count_ > 0 || (RecoveryPending() && window_in_flight_ < cc_.window()) ||
          MaySendNew();
+}
+
+void WorkerQueueEngine::HoldResendsTriggeredAt(TimePoint now) {
+  if (resends_held_ || (resend_count_ == 0 && !RecoveryPending())) return;
+  // The span is the smoothed round trip, at most the RTO floor: a sample may
+  // include a long wait for other workers' resends (a fragment acknowledged
+  // only after the job recovered from a timeout), and before any sample
+  // (every fragment was resent: Karn's rule) the floor stands in for it.
+  const TimeDelta span =
+      rtt_.has_sample() ? std::min(rtt_.srtt(), config_.rto_floor) : config_.rto_floor;
+  const TimeDelta wait = jitter_.Spread(span);
+  if (wait <= TimeDelta::Zero()) return;
+  resend_hold_until_ = now + wait;
+  resends_held_ = true;
 }
 
 void WorkerQueueEngine::CountAgainstWindow(Slot& slot) {
@@ -127,7 +142,8 @@ void WorkerQueueEngine::SkipRecoveredPositions() {
 }
 
 TimePoint WorkerQueueEngine::NextDeadline() const {
-  return in_flight_ > 0 ? rto_deadline_ : TimePoint::Infinite();
+  const TimePoint timer = in_flight_ > 0 ? rto_deadline_ : TimePoint::Infinite();
+  return resends_held_ ? Earliest(timer, resend_hold_until_) : timer;
 }
 
 void WorkerQueueEngine::QueueResend(uint64_t position, ResendCause cause) {
@@ -182,8 +198,9 @@ void WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission
 
 size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage> out) {
   if (in_flight_ > 0 && now >= rto_deadline_) OnRetransmissionTimeout(now);
+  if (resends_held_ && now >= resend_hold_until_) resends_held_ = false;
   size_t n = 0;
-  while (n < out.size() && resend_count_ > 0) {
+  while (n < out.size() && !resends_held_ && resend_count_ > 0) {
     const uint64_t position = resend_ring_[resend_head_];
     resend_head_ = (resend_head_ + 1) & slot_mask_;
     --resend_count_;
@@ -206,7 +223,8 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     }
   }
   SkipRecoveredPositions();
-  while (n < out.size() && RecoveryPending() && window_in_flight_ < cc_.window()) {
+  while (n < out.size() && !resends_held_ && RecoveryPending() &&
+         window_in_flight_ < cc_.window()) {
     Slot& slot = SlotOf(recovery_next_);
     ResendCause cause = ResendCause::kTimeout;
     if (slot.resend_queued) {
@@ -285,6 +303,7 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
     QueueResend(position, ResendCause::kOverflow);
     // The request proves the path works: the float32 resend gets a full RTO.
     rto_deadline_ = TimerDeadline(now);
+    HoldResendsTriggeredAt(now);
     return;
   }
 
@@ -334,6 +353,7 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
   }
   // RFC 6298 (5.3): restart the timer on an acknowledgement of new data.
   rto_deadline_ = in_flight_ > 0 ? TimerDeadline(now) : TimePoint::Infinite();
+  HoldResendsTriggeredAt(now);
 }
 
 size_t WorkerQueueEngine::CollectCompletions(std::span<OperationId> out) {

@@ -51,6 +51,11 @@
 // fraction redrawn at each timeout (TimerJitter), so the workers of a job,
 // which restart their timers on the same multicast parameter packet, do not
 // resend in the same instant round after round (liveness: timer_jitter.h).
+// For the same reason, resends that a parameter packet queues (loss,
+// overflow request, the next fragment of a timeout's recovery) wait a random
+// fraction of the smoothed RTT (TimerJitter::Spread) before they go out:
+// NextDeadline() names the end of that wait and WantsToSend() is false
+// during it.
 //
 // Round trips: a sample is taken from the acknowledgement of a fragment sent
 // once (Karn's rule), from an overflow request answering a fragment sent
@@ -227,6 +232,9 @@ class WorkerQueueEngine {
   // longer need a timeout resend (acknowledged, or already resent).
   void SkipRecoveredPositions();
   bool RecoveryPending() const { return recovery_next_ < recovery_end_; }
+  // HoldResendsTriggeredAt: a parameter packet that every worker of the job
+  // receives at `now` left resends pending: they wait a random spread.
+  void HoldResendsTriggeredAt(TimePoint now);
   // CountAgainstWindow: `slot` (in flight) counts against the window again.
   void CountAgainstWindow(Slot& slot);
   void TakeRttSample(TimeDelta rtt);
@@ -250,6 +258,9 @@ class WorkerQueueEngine {
   LossDetector loss_;
   TimerJitter jitter_;
   TimePoint rto_deadline_ = TimePoint::Infinite();
+  // Resends (queued and recovery) wait until this time; past when none wait.
+  TimePoint resend_hold_until_;
+  bool resends_held_ = false;
 
   // Positions: [0, expected_) acknowledged; [expected_, next_send_) in flight
   // or acknowledged out of order; [next_send_, assigned_end_) enqueued.

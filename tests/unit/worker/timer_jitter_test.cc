@@ -98,5 +98,34 @@ TEST(TimerJitterTest, WorkersOfOneJobTimeOutAtDifferentTimes) {
   EXPECT_NE(offsets_before, offsets_after);
 }
 
+// A loss declared by parameter packets (which every worker of the job gets
+// in the same instant) is not resent in that instant: the resend waits a
+// random part of the smoothed RTT, NextDeadline() names when, and it goes
+// out then.
+TEST(TimerJitterTest, ResendsTriggeredByAParameterPacketWaitARandomSpread) {
+  WorkerQueueConfig config = testing::SmallConfig();
+  config.rto_jitter_percent = 25;
+  auto engine = testing::MakeEngine(config);
+  ASSERT_NE(engine, nullptr);
+  std::vector<float> input(62 * 8, 1.0f), output(input.size());
+  ASSERT_TRUE(engine->Enqueue(input, output).ok());
+  const std::vector<wire::AtpMessage> sent = testing::Send(*engine, kT0);
+  ASSERT_EQ(sent.size(), 8u);
+  // Positions 1..3 answered 100 us later (srtt 100 us), 0 is missing: the
+  // third declares it lost.
+  const TimePoint t = kT0 + testing::Us(100);
+  for (size_t i = 1; i <= 3; ++i) engine->OnParameterPacket(testing::EchoAck(sent[i]), t);
+  EXPECT_EQ(engine->stats().loss_events, 1u);
+  EXPECT_TRUE(testing::Send(*engine, t).empty());  // held, not sent with the trigger
+  const TimePoint release = engine->NextDeadline();
+  EXPECT_GT(release, t);
+  EXPECT_LT(release, t + testing::Us(50));  // at most half of srtt
+  EXPECT_TRUE(testing::Send(*engine, release - TimeDelta::FromNanoseconds(1)).empty());
+  const std::vector<wire::AtpMessage> resent = testing::Send(*engine, release);
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(testing::PositionOf(resent[0]), 0u);
+  EXPECT_TRUE(resent[0].header.resend);
+}
+
 }  // namespace
 }  // namespace atp::worker
