@@ -80,7 +80,8 @@ struct TopologyConfig {
   SwitchSettings switches;
   // ps_orphan_timeout: every PS engine's PsConfig::orphan_timeout (partial
   // state untouched this long is released); zero: twice worker.max_rto, so
-  // that a live worker's resends (at least one per max_rto) keep its state.
+  // that a live worker's resends (at least one per 1.25 x max_rto, timer
+  // jitter included) keep its state.
   TimeDelta ps_orphan_timeout;
   // worker: every worker queue engine's configuration; shape, rack,
   // worker_in_rack and queue are filled in per engine.
