@@ -12,6 +12,10 @@
 # then fails. Output: one line per system (per-worker bandwidth, ratio to
 # gloo), then the JSON lines the programs printed.
 #
+# Then small operations (issue 9's wake-up floor): one 62-float fragment, 2
+# ranks: gloo's average allreduce time over --small_count operations beside
+# atp-ping --transport=kernel_udp's p50 (--small_count pings).
+#
 # Cases of issue 9 item 7 not run yet by this runner: libatp as processes
 # (2 workers + atp-switchd + atp-ps over memif, and over the kernel UDP
 # overlay: scripts/testbed) and the demo's two-rack topology; they print as
@@ -24,6 +28,7 @@ floats=$((16 * 1024 * 1024))
 iterations=3
 io_threads=1
 racks=1
+small_count=2000
 for arg in "$@"; do
   case "$arg" in
     --build=*) build="${arg#*=}" ;;
@@ -32,12 +37,13 @@ for arg in "$@"; do
     --iterations=*) iterations="${arg#*=}" ;;
     --io_threads=*) io_threads="${arg#*=}" ;;
     --racks=*) racks="${arg#*=}" ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --small_count=*) small_count="${arg#*=}" ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "e2e_allreduce: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
 for pair in "workers:$workers" "floats:$floats" "iterations:$iterations" \
-            "io_threads:$io_threads" "racks:$racks"; do
+            "io_threads:$io_threads" "racks:$racks" "small_count:$small_count"; do
   name="${pair%%:*}"; value="${pair#*:}"
   if ! [[ "$value" =~ ^[1-9][0-9]*$ ]]; then
     echo "e2e_allreduce: --$name must be a positive integer, got '$value'" >&2
@@ -48,7 +54,8 @@ done
 gloo="$build/bench/peers/gloo-allreduce"
 mpi="$build/bench/peers/mpi-allreduce"
 atp="$build/examples/atp_throughput/atp-throughput"
-for bin in "$gloo" "$mpi" "$atp"; do
+ping="$build/examples/atp_ping/atp-ping"
+for bin in "$gloo" "$mpi" "$atp" "$ping"; do
   [[ -x "$bin" ]] || { echo "e2e_allreduce: $bin missing: build it (cmake --build $build --target $(basename "$bin"))" >&2; exit 2; }
 done
 
@@ -86,6 +93,16 @@ mpirun --allow-run-as-root --oversubscribe -n "$workers" "$mpi" "$floats" "$iter
     --tensor_floats="$floats" --iterations="$iterations" --json --progress=false \
     > "$work/atp_cluster.json"
 
+# Small operations: 62 floats, 2 ranks.
+rm -rf "$work/store" && mkdir -p "$work/store"
+"$gloo" --rank=1 --size=2 --floats=62 --iterations="$small_count" --store="$work/store" > /dev/null &
+pids+=($!)
+"$gloo" --rank=0 --size=2 --floats=62 --iterations="$small_count" --store="$work/store" \
+    > "$work/gloo_small.json"
+for p in "${pids[@]}"; do wait "$p"; done
+pids=()
+"$ping" --transport=kernel_udp --workers=2 --count="$small_count" --json > "$work/ping.json"
+
 gloo_mbps=$(json_field "$work/gloo.json" bandwidth_MBps)
 mpi_mbps=$(json_field "$work/mpi.json" bandwidth_MBps)
 atp_bps=$(json_field "$work/atp_cluster.json" goodput_bytes_per_s)
@@ -94,6 +111,10 @@ atp_timeouts=$(json_field "$work/atp_cluster.json" timeouts)
 [[ "$(json_field "$work/gloo.json" exact)" == "true" ]] || { echo "gloo: wrong result" >&2; exit 1; }
 [[ "$(json_field "$work/mpi.json" exact)" == "true" ]] || { echo "openmpi: wrong result" >&2; exit 1; }
 [[ "$atp_errors" == "0" ]] || { echo "libatp in-process: $atp_errors wrong results" >&2; exit 1; }
+[[ "$(json_field "$work/gloo_small.json" exact)" == "true" ]] || { echo "gloo (62 floats): wrong result" >&2; exit 1; }
+[[ "$(json_field "$work/ping.json" errors)" == "0" ]] || { echo "atp-ping: wrong results" >&2; exit 1; }
+gloo_small_us=$(awk -v s="$(json_field "$work/gloo_small.json" seconds_per_op)" 'BEGIN { printf "%.1f", s * 1e6 }')
+ping_p50_us=$(sed -n 's/.*"p50": *\([^,}]*\).*/\1/p' "$work/ping.json" | head -1)
 
 awk -v w="$workers" -v f="$floats" -v it="$iterations" -v g="$gloo_mbps" -v m="$mpi_mbps" \
     -v a="$atp_bps" -v t="$atp_timeouts" 'BEGIN {
@@ -106,5 +127,10 @@ awk -v w="$workers" -v f="$floats" -v it="$iterations" -v g="$gloo_mbps" -v m="$
   printf "  %-44s %10s\n", "libatp processes over kernel UDP", "not run"
   printf "  %-44s %10s\n", "libatp demo topology (2 racks)", "not run"
 }'
+awk -v g="$gloo_small_us" -v p="$ping_p50_us" -v n="$small_count" 'BEGIN {
+  printf "small operations, 2 ranks x 62 floats, %d each: microseconds\n", n
+  printf "  %-44s %10.1f\n", "gloo allreduce, average", g
+  printf "  %-44s %10.1f  (%.2fx gloo average)\n", "atp-ping --transport=kernel_udp, p50", p, p / g
+}'
 echo "--- raw"
-cat "$work/gloo.json" "$work/mpi.json" "$work/atp_cluster.json"
+cat "$work/gloo.json" "$work/mpi.json" "$work/atp_cluster.json" "$work/gloo_small.json" "$work/ping.json"
