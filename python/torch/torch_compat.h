@@ -15,13 +15,14 @@
 #ifndef ATP_PYTHON_TORCH_TORCH_COMPAT_H_
 #define ATP_PYTHON_TORCH_TORCH_COMPAT_H_
 
+#include <torch/version.h>  // TORCH_VERSION_MAJOR
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 namespace atp::torch_backend {
 
-#if defined(TORCH_VERSION_MAJOR) && TORCH_VERSION_MAJOR >= 2
+#if TORCH_VERSION_MAJOR >= 2
 #error "torch 2.x: derive from c10d::Backend here (see the comment above)"
 #endif
 using AtpBackendBase = ::c10d::ProcessGroup;
