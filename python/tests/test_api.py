@@ -128,3 +128,44 @@ def test_wait_times_out_while_the_peer_is_missing(two_workers):
     two_workers[1].push_pull(np.ones(62, np.float32)).wait(30)
     h.wait(30)
     np.testing.assert_array_equal(x, np.full(62, 2.0, np.float32))
+
+
+def test_parameter_server_aggregates_without_a_switch():
+    """atp.ParameterServer on kernel UDP, two workers talking to it directly
+    (unicast delivery, no switch): the PS does the whole sum."""
+    import random
+    from atp import local
+    base = local._pick_port_block(48, random.Random(5))
+    ps_ip, workers_ip = "10.9.200.1", ["10.9.0.1", "10.9.0.2"]
+    o = atp.ParameterServerOptions()
+    j = atp.ParameterServerJobOptions()
+    j.job_id = 9
+    j.layout = atp.RackLayout.uniform(1, 2)
+    j.delivery = atp.ParameterDelivery.UNICAST
+    j.workers = [atp.DeviceAddress(ip) for ip in workers_ip]
+    o.jobs = [j]
+    o.polling.spin_iterations = 0
+    o.polling.yield_iterations = 0
+    peers = [(ip, "127.0.0.1:%d" % (base + 16 * (r + 1))) for r, ip in enumerate(workers_ip)]
+    with atp.ParameterServer(o, atp.TransportOptions.kernel_udp(
+            address=ps_ip, bind="127.0.0.1:%d" % base, peers=peers)) as ps:
+        workers = []
+        for r, ip in enumerate(workers_ip):
+            w = atp.WorkerOptions()
+            w.job.job_id = 9
+            w.job.layout = atp.RackLayout.uniform(1, 2)
+            w.rack, w.worker_in_rack = 0, r
+            w.parameter_servers = [atp.DeviceAddress(ps_ip)]
+            w.polling.spin_iterations = 0
+            w.polling.yield_iterations = 0
+            workers.append(atp.Worker(w, atp.TransportOptions.kernel_udp(
+                address=ip, bind=peers[r][1], peers=[(ps_ip, "127.0.0.1:%d" % base)])))
+        inputs = [np.linspace(-1, 1, 1000, dtype=np.float32) * (r + 1) for r in range(2)]
+        outputs = [np.zeros(1000, np.float32) for _ in range(2)]
+        for h in [w.push_pull(x, y) for w, x, y in zip(workers, inputs, outputs)]:
+            h.wait(30)
+        for w in workers:
+            w.close()
+        np.testing.assert_array_equal(outputs[0], exact_sum(inputs))
+        np.testing.assert_array_equal(outputs[1], exact_sum(inputs))
+        assert ps.stats()["completed"] >= 17  # ceil(1000 / 62) fragments
