@@ -178,14 +178,14 @@ class PyWorker {
   py::dict Stats() { return WorkerStatsDict(Live().stats()); }
 
   // Close: stops the I/O threads (running operations finish with
-  // CancelledError), then lets go of their memory. Idempotent.
+  // CancelledError), then lets go of their memory. Idempotent. Called with
+  // the GIL held (from Python, or pybind11's deallocation), which it
+  // releases while the threads stop: their on_done callbacks take it.
   void Close() {
     if (worker_ == nullptr) return;
     std::unique_ptr<Worker> worker = std::move(worker_);
-    if (PyGILState_Check()) {
-      py::gil_scoped_release release;  // on_done callbacks need the GIL on the I/O threads
-      worker.reset();
-    } else {
+    {
+      py::gil_scoped_release release;
       worker.reset();
     }
     running_.clear();
