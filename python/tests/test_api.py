@@ -169,3 +169,16 @@ def test_parameter_server_aggregates_without_a_switch():
         np.testing.assert_array_equal(outputs[0], exact_sum(inputs))
         np.testing.assert_array_equal(outputs[1], exact_sum(inputs))
         assert ps.stats()["completed"] >= 17  # ceil(1000 / 62) fragments
+
+
+def test_wait_releases_the_gil(two_workers):
+    """A thread blocked in wait() lets this thread run Python and start the
+    peer's operation that finishes it (a held GIL would deadlock here)."""
+    x = [np.ones(620, np.float32), np.ones(620, np.float32)]
+    h = two_workers[0].push_pull(x[0])
+    waiter = threading.Thread(target=h.wait, kwargs={"timeout": 30})
+    waiter.start()
+    two_workers[1].push_pull(x[1]).wait(30)
+    waiter.join(30)
+    assert not waiter.is_alive() and h.done()
+    np.testing.assert_array_equal(x[0], np.full(620, 2.0, np.float32))
