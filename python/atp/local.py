@@ -10,7 +10,9 @@ no DPDK, no hugepages). Addresses follow the testbed: worker rank r is
 Ports: a block of 32 * (world_size + 1) UDP ports, 16 per socket side (a
 side of Q queues binds P..P+Q-1, and switchd wants room for 16), picked at
 random in 20000-39999 outside the kernel's ephemeral range and with nothing
-bound in it (/proc/net/udp).
+bound in it (/proc/net/udp). Two local clusters starting at the same moment
+could pick the same block (nothing locks it, unlike scripts/testbed's flock);
+the second switchd then fails to bind and start() raises, naming it.
 
 Two layers:
   LocalCluster     starts and stops the two processes itself (the CLI's
@@ -309,7 +311,10 @@ def supervise(args):
             print(json.dumps(job), flush=True)
         if args.command:
             env = dict(os.environ, ATP_LOCAL_JOB=json.dumps(job))
-            status = subprocess.call(args.command, env=env)
+            # The command dies with the supervisor too (SIGTERM), as the
+            # switch and the PS do.
+            status = subprocess.call(args.command, env=env,
+                                     preexec_fn=_set_parent_death_signal(signal.SIGTERM))
         else:
             sys.stdin.read()  # until EOF
     except KeyboardInterrupt:
