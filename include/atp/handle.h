@@ -12,6 +12,7 @@
 #define ATP_HANDLE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <utility>
@@ -50,6 +51,18 @@ class Handle {
   // status: the final status once Poll() is true; UnavailableError while the
   // operation is still running.
   absl::Status status() const;
+
+  // OnDone: runs `callback(final status)` once when the operation finishes:
+  // at once, on the calling thread, if it already has; else on the thread
+  // that finishes it (one of the Worker's I/O threads, or the thread
+  // destroying the Worker, with CancelledError), after Wait() callers are
+  // woken and with no lock held, so the output is complete when it runs.
+  // Meant for frameworks that complete their own futures (the PyTorch hook
+  // and backend): keep it short, it delays that I/O thread's other work, and
+  // never wait on a Handle of the same Worker inside it. Several callbacks
+  // per operation are allowed; they run in the order added. An invalid
+  // handle calls it at once with FailedPreconditionError.
+  void OnDone(std::function<void(const absl::Status&)> callback) const;
 
   // id: the operation's number on its Worker (1, 2, ... in call order; Pull
   // operations are numbered too). 0 for an invalid handle.

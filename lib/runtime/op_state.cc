@@ -16,7 +16,7 @@ void OpState::PieceDone() {
 }
 
 bool OpState::Finish(absl::Status status) {
-  std::function<void(const absl::Status&)> callback;
+  std::vector<std::function<void(const absl::Status&)>> callbacks;
   absl::Status final_status;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -24,7 +24,7 @@ bool OpState::Finish(absl::Status status) {
     finished_ = true;
     status_ = std::move(status);
     final_status = status_;
-    callback = std::move(on_finish_);
+    callbacks.swap(on_finish_);
     // Counted before done_ is published and the lock released, so that
     // whoever sees the operation finished (a waiter, done()) also sees it
     // counted in the worker's stats.
@@ -32,7 +32,7 @@ bool OpState::Finish(absl::Status status) {
     done_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
-  if (callback) callback(final_status);
+  for (auto& callback : callbacks) callback(final_status);
   return true;
 }
 
@@ -60,7 +60,7 @@ void OpState::OnFinish(std::function<void(const absl::Status&)> callback) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!finished_) {
-      on_finish_ = std::move(callback);
+      on_finish_.push_back(std::move(callback));
       return;
     }
     final_status = status_;
@@ -88,6 +88,14 @@ absl::Status Handle::WaitUntil(absl::Time deadline) const {
 absl::Status Handle::status() const {
   if (state_ == nullptr) return absl::FailedPreconditionError("invalid Handle");
   return state_->status();
+}
+
+void Handle::OnDone(std::function<void(const absl::Status&)> callback) const {
+  if (state_ == nullptr) {
+    callback(absl::FailedPreconditionError("invalid Handle"));
+    return;
+  }
+  state_->OnFinish(std::move(callback));
 }
 
 uint64_t Handle::id() const { return state_ == nullptr ? 0 : state_->id(); }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -52,7 +53,9 @@ class OpState {
 
   // OnFinish: runs `callback(final status)` once: now, on this thread, if the
   // operation has finished; else on the thread that finishes it, after the
-  // waiters are woken and without any lock held. At most one callback.
+  // waiters are woken and without any lock held. Several callbacks run in the
+  // order they were added (the runtime's own, e.g. a Pull's copy, and one
+  // from Handle::OnDone).
   void OnFinish(std::function<void(const absl::Status&)> callback);
 
   // set_keep_alive: memory the operation writes into (a Push's result
@@ -70,7 +73,7 @@ class OpState {
   mutable std::condition_variable cv_;
   bool finished_ = false;  // under mu_; done_ follows it
   absl::Status status_;    // under mu_; immutable once done_
-  std::function<void(const absl::Status&)> on_finish_;  // under mu_
+  std::vector<std::function<void(const absl::Status&)>> on_finish_;  // under mu_
 };
 
 // HandleAccess: the runtime's way to make and open Handles.

@@ -77,6 +77,16 @@ TEST(HandleTest, OnFinishRunsOnceEitherLaterOrAtOnce) {
   EXPECT_EQ(calls.load(), 2);
 }
 
+TEST(HandleTest, SeveralCallbacksRunInOrderOnce) {
+  std::vector<int> order;
+  auto state = std::make_shared<OpState>(1, 1);
+  state->OnFinish([&](const absl::Status&) { order.push_back(1); });
+  HandleAccess::Make(state).OnDone([&](const absl::Status&) { order.push_back(2); });
+  state->PieceDone();
+  state->Finish(absl::CancelledError("late"));  // already finished: runs nothing
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
 TEST(HandleTest, FinishedCounterCountsEachOperationOnce) {
   auto counter = std::make_shared<std::atomic<uint64_t>>(0);
   auto a = std::make_shared<OpState>(1, 1, counter);

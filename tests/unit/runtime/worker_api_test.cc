@@ -4,9 +4,11 @@
 // when the Worker goes away.
 #include "atp/worker.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "atp/quantize.h"
@@ -78,6 +80,66 @@ TEST(WorkerApiTest, PushPullInPlaceGivesTheExactSumOnEveryWorker) {
   ASSERT_TRUE(WaitAll(handles, absl::Now() + kDeadline).ok());
   EXPECT_EQ(buffers[0], expected);
   EXPECT_EQ(buffers[1], expected);
+}
+
+// Handle::OnDone: the callback sees the finished output (what the PyTorch
+// hook relies on to complete its future without a waiting thread), also on a
+// Push whose handle already carries the runtime's own callback for a Pull.
+TEST(WorkerApiTest, OnDoneRunsOnceWithTheOutputComplete) {
+  auto cluster = TwoWorkers();
+  ASSERT_NE(cluster, nullptr);
+  std::vector<std::vector<float>> inputs = {Values(3000, 7), Values(3000, 8)};
+  const std::vector<float> expected = ExactSum(inputs);
+  std::vector<std::vector<float>> outputs(2, std::vector<float>(3000));
+  std::vector<std::vector<float>> seen(2);
+  std::atomic<int> calls{0};
+  std::vector<Handle> handles;
+  for (size_t w = 0; w < 2; ++w) {
+    auto h = cluster->worker(0, w).PushPull(inputs[w], outputs[w]);
+    ASSERT_TRUE(h.ok()) << h.status();
+    h->OnDone([&, w](const absl::Status& status) {
+      EXPECT_TRUE(status.ok()) << status;
+      seen[w] = outputs[w];  // the output is complete when the callback runs
+      ++calls;
+    });
+    handles.push_back(*h);
+  }
+  ASSERT_TRUE(WaitAll(handles, absl::Now() + kDeadline).ok());
+  // Wait() returns once waiters are woken, the callback runs just after:
+  // give it the same deadline without sleeping.
+  const absl::Time deadline = absl::Now() + kDeadline;
+  while (calls.load() < 2 && absl::Now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_EQ(seen[0], expected);
+  EXPECT_EQ(seen[1], expected);
+
+  // A Push with a Pull pending (the runtime's callback) and one of ours.
+  std::vector<Handle> pushes;
+  for (size_t w = 0; w < 2; ++w) {
+    auto push = cluster->worker(0, w).Push(/*key=*/5, inputs[w]);
+    ASSERT_TRUE(push.ok()) << push.status();
+    auto pull = cluster->worker(0, w).Pull(5, outputs[w]);
+    ASSERT_TRUE(pull.ok()) << pull.status();
+    push->OnDone([&](const absl::Status& status) {
+      EXPECT_TRUE(status.ok()) << status;
+      ++calls;
+    });
+    pushes.push_back(*pull);
+  }
+  ASSERT_TRUE(WaitAll(pushes, absl::Now() + kDeadline).ok());
+  while (calls.load() < 4 && absl::Now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(calls.load(), 4);
+  EXPECT_EQ(outputs[0], expected);
+  EXPECT_EQ(outputs[1], expected);
+
+  // Already finished: at once, on this thread. Invalid: FailedPrecondition.
+  int now = 0;
+  handles[0].OnDone([&](const absl::Status& status) { now += status.ok() ? 1 : 100; });
+  EXPECT_EQ(now, 1);
+  Handle().OnDone([&](const absl::Status& status) {
+    now += absl::IsFailedPrecondition(status) ? 10 : 100;
+  });
+  EXPECT_EQ(now, 11);
 }
 
 TEST(WorkerApiTest, PushKeepsTheResultUntilPullCopiesIt) {

@@ -1,0 +1,35 @@
+"""atp: libatp (ATP in-network gradient aggregation) for Python and PyTorch.
+
+The core (atp._atp, pybind11) is libatp's public API: options with validate(),
+Worker (push_pull / push / pull / discard on float32 NumPy arrays and torch
+tensors, zero copy), Handle (wait, done, on_done), ParameterServer,
+EmbeddedParameterServer. On top, in pure Python:
+
+  atp.hook      a DDP communication hook (register_comm_hook)
+  atp.backend   the c10d backend "atp" (dist.init_process_group("atp"))
+  atp.local     the local mode: atp-switchd + atp-ps on this machine
+  atp.options   AtpOptions: the one options object of the hook and backend
+  python -m atp local ...   the local mode's command line
+
+docs/pytorch.md describes all of it.
+"""
+from atp._atp import (  # noqa: F401
+    CongestionControl,
+    DeviceAddress,
+    EmbeddedParameterServer,
+    Handle,
+    JobOptions,
+    ParameterDelivery,
+    ParameterServer,
+    ParameterServerJobOptions,
+    ParameterServerOptions,
+    PollingOptions,
+    RackLayout,
+    Reduction,
+    SchedulerOptions,
+    TransportOptions,
+    Worker,
+    WorkerOptions,
+    transport_available,
+)
+from atp.options import AtpOptions  # noqa: F401

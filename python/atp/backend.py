@@ -1,0 +1,70 @@
+"""The c10d backend "atp": dist.init_process_group("atp") after register().
+
+    import atp.backend
+    atp.backend.register(atp.AtpOptions())      # once per process, before init
+    dist.init_process_group("atp")              # torchrun / env:// as usual
+    model = DistributedDataParallel(model)      # no comm hook needed
+
+The backend (C++, python/torch/process_group_atp.*) does allreduce (SUM, AVG
+of float32) through ATP, broadcast through torch's store and barrier through
+ATP; other collectives raise NotImplementedError naming them. Its job comes
+from the store given to the creator (atp.rendezvous).
+"""
+import atexit
+import datetime
+
+import torch.distributed as dist
+
+from atp import rendezvous
+from atp.options import AtpOptions
+from atp.stats import StepCounters
+
+BACKEND_NAME = "atp"
+
+_options = AtpOptions()
+_owned_clusters = []  # local clusters this process started; closed at exit
+
+
+def _close_owned():
+    while _owned_clusters:
+        _owned_clusters.pop().close()
+
+
+def _create(store, rank, world_size, timeout):
+    from atp import _atp_torch  # torch's extension: only when the backend is used
+    options = _options
+    worker_options, transport, owner = rendezvous.resolve(store, rank, world_size, options)
+    if owner is not None:
+        _owned_clusters.append(owner)
+    timeout_s = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else options.timeout_s
+    return _atp_torch.ProcessGroupATP(store, rank, world_size, worker_options, transport,
+                                      timeout_s)
+
+
+def register(options=None):
+    """Registers "atp" with torch.distributed (idempotent) and sets the
+    options every later init_process_group("atp") uses."""
+    global _options
+    if options is not None:
+        _options = options
+    if not hasattr(dist.Backend, BACKEND_NAME.upper()):
+        dist.Backend.register_backend(BACKEND_NAME, _create)
+        atexit.register(_close_owned)
+
+
+def counters(group=None):
+    """StepCounters over the backend's Worker (default group if None)."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    return StepCounters(pg.worker_stats)
+
+
+def shutdown():
+    """Call on every rank: waits for all ranks (a store barrier), destroys the
+    process groups, then stops the local cluster this rank started (if any)."""
+    if dist.is_initialized():
+        if dist.get_world_size() > 1:
+            rendezvous.store_barrier(dist.distributed_c10d._get_default_store(),
+                                     "backend-shutdown/%d" % _options.job_id,
+                                     dist.get_world_size())
+        dist.destroy_process_group()
+    _close_owned()

@@ -1,0 +1,94 @@
+"""How a rank finds its job: torch's store and AtpOptions -> the Worker's
+options and transport.
+
+Three sources, in this order:
+  1. $ATP_LOCAL_JOB (set by `python -m atp local -- COMMAND`);
+  2. the local mode (AtpOptions.is_local()): rank 0 starts atp.local's
+     cluster and publishes the job in the store under "atp/job/<job_id>";
+     the other ranks read it there (store.get blocks until it is set);
+  3. a real cluster: AtpOptions.ps_addresses, address, udp_bind, udp_gateway
+     (or the ATP_* environment, AtpOptions.from_env).
+Rank and world size always come from torch.
+"""
+import json
+import os
+
+import atp._atp as core
+from atp import local
+
+STORE_KEY = "atp/job/%d"
+
+
+def _job_from_store(store, rank, world_size, options):
+    key = STORE_KEY % options.job_id
+    if rank == 0:
+        owner = local.OwnedLocalCluster(world_size, options.job_id, options.io_threads)
+        store.set(key, json.dumps(owner.job))
+        return owner.job, owner
+    return json.loads(store.get(key)), None
+
+
+def resolve(store, rank, world_size, options):
+    """Returns (WorkerOptions, TransportOptions, owner); owner, if not None,
+    is the local cluster this rank started (atp.local.OwnedLocalCluster:
+    close() it when done)."""
+    owner = None
+    if os.environ.get("ATP_LOCAL_JOB"):
+        job = json.loads(os.environ["ATP_LOCAL_JOB"])
+    elif options.is_local():
+        job, owner = _job_from_store(store, rank, world_size, options)
+    else:
+        job = None
+    if job is not None:
+        if job["world_size"] != world_size:
+            raise ValueError("the local job has %d workers, torch's world has %d"
+                             % (job["world_size"], world_size))
+        me = job["workers"][rank]
+        ps, address, bind, gateway = job["ps"], me["address"], me["udp_bind"], me["udp_gateway"]
+        job_id, io_threads, racks = job["job_id"], job["io_threads"], [world_size]
+    else:
+        ps, address, bind, gateway = (options.ps_addresses, options.address, options.udp_bind,
+                                      options.udp_gateway)
+        job_id, io_threads = options.job_id, options.io_threads
+        racks = options.racks or [world_size]
+        for field, value in (("address", address), ("udp_bind", bind)):
+            if not value:
+                raise ValueError("AtpOptions.%s: needed on a real cluster (or set ATP_%s)"
+                                 % (field, field.upper()))
+    if sum(racks) != world_size:
+        raise ValueError("AtpOptions.racks: %s has %d workers, torch's world has %d"
+                         % (racks, sum(racks), world_size))
+    w = core.WorkerOptions()
+    w.job.job_id = job_id
+    w.job.layout = core.RackLayout(racks)
+    w.job.io_threads = io_threads
+    w.job.scale = options.scale
+    w.job.retransmission_floor = options.rto_floor_s
+    w.job.initial_retransmission_timeout = max(0.02, options.rto_floor_s)
+    rack, worker_in_rack = _place(racks, rank)
+    w.rack, w.worker_in_rack = rack, worker_in_rack
+    w.parameter_servers = [core.DeviceAddress(a) for a in ps]
+    w.polling.spin_iterations = options.spin_iterations
+    w.polling.yield_iterations = options.yield_iterations
+    w.validate()
+    t = core.TransportOptions.kernel_udp(address=address, bind=bind, queues=io_threads,
+                                         gateway=gateway, whole_frame=bool(gateway),
+                                         base_port=w.job.base_port)
+    return w, t, owner
+
+
+def _place(racks, rank):
+    for r, n in enumerate(racks):
+        if rank < n:
+            return r, rank
+        rank -= n
+    raise ValueError("rank beyond the layout")
+
+
+def store_barrier(store, name, world_size):
+    """Every rank arrives before any leaves (through the store, not ATP): the
+    owner of a local cluster stops it only after every rank is done with it."""
+    key = "atp/barrier/" + name
+    if store.add(key, 1) == world_size:
+        store.set(key + "/all", "1")
+    store.wait([key + "/all"])

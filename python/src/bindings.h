@@ -1,0 +1,24 @@
+// python/src/bindings.h: the registration functions of the `atp._atp`
+// module, one per binding file, and the helpers they share.
+#ifndef ATP_PYTHON_SRC_BINDINGS_H_
+#define ATP_PYTHON_SRC_BINDINGS_H_
+
+#include <string>
+
+#include "atp/transport.h"
+#include "atp/transport/kernel_udp.h"
+#include "pybind11/pybind11.h"
+
+namespace atp::python {
+
+void RegisterOptions(pybind11::module_& m);      // options_bindings.cc
+void RegisterWorker(pybind11::module_& m);       // worker_bindings.cc
+void RegisterParameterServer(pybind11::module_& m);  // ps_bindings.cc
+
+wire::Ipv4Address ParseIpv4(const std::string& text);
+transport::SocketAddress ParseSocketAddress(const std::string& text);  // "IP:PORT"
+transport::DeviceAddress MakeDeviceAddress(const std::string& ipv4, const std::string& mac);
+
+}  // namespace atp::python
+
+#endif  // ATP_PYTHON_SRC_BINDINGS_H_

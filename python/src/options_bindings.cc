@@ -1,0 +1,202 @@
+// python/src/options_bindings.cc: atp/options.h and the kernel-UDP transport
+// options as Python classes. Fields keep their C++ names; durations are
+// float seconds; addresses are "a.b.c.d" strings. validate() raises
+// ValueError with the field's path ("WorkerOptions.job.slots: ...").
+#include <string>
+#include <vector>
+
+#include "atp/options.h"
+#include "atp/transport/kernel_udp.h"
+#include "atp/transport_factory.h"
+#include "pybind11/pybind11.h"
+#include "pybind11/stl.h"
+#include "python/src/bindings.h"
+#include "python/src/status.h"
+
+namespace atp::python {
+namespace py = pybind11;
+
+wire::Ipv4Address ParseIpv4(const std::string& text) {
+  return ValueOrThrow(wire::Ipv4Address::Parse(text));
+}
+
+transport::SocketAddress ParseSocketAddress(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) throw py::value_error("'" + text + "' is not IP:PORT");
+  const std::string port = text.substr(colon + 1);
+  char* end = nullptr;
+  const unsigned long value = std::strtoul(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || value > 65535) {
+    throw py::value_error("'" + text + "': the port is not 0..65535");
+  }
+  return {ParseIpv4(text.substr(0, colon)), static_cast<uint16_t>(value)};
+}
+
+transport::DeviceAddress MakeDeviceAddress(const std::string& ipv4, const std::string& mac) {
+  transport::DeviceAddress address;
+  address.ipv4 = ParseIpv4(ipv4);
+  address.mac = mac.empty() ? transport::DefaultMacFor(address.ipv4)
+                            : ValueOrThrow(wire::MacAddress::Parse(mac));
+  return address;
+}
+
+namespace {
+
+template <typename T>
+void DefValidate(py::class_<T>& cls) {
+  cls.def(
+      "validate", [](const T& self) { ThrowIfError(self.Validate()); },
+      "Raises ValueError naming the offending field; returns None when valid.");
+}
+
+// A duration field as float seconds.
+#define ATP_DURATION_PROPERTY(cls, Type, field)                                       \
+  cls.def_property(                                                                  \
+      #field, [](const Type& self) { return DurationToSeconds(self.field); },         \
+      [](Type& self, double seconds) { self.field = SecondsToDuration(seconds); },    \
+      "seconds")
+
+}  // namespace
+
+void RegisterOptions(py::module_& m) {
+  py::class_<transport::DeviceAddress>(m, "DeviceAddress",
+                                       "An endpoint's IPv4 and MAC (default: DefaultMacFor(ipv4)).")
+      .def(py::init(&MakeDeviceAddress), py::arg("ipv4"), py::arg("mac") = "")
+      .def_property_readonly("ipv4", [](const transport::DeviceAddress& a) { return a.ipv4.ToString(); })
+      .def_property_readonly("mac", [](const transport::DeviceAddress& a) { return a.mac.ToString(); })
+      .def("__repr__", [](const transport::DeviceAddress& a) {
+        return "DeviceAddress('" + a.ipv4.ToString() + "', '" + a.mac.ToString() + "')";
+      });
+
+  py::class_<RackLayout> layout(m, "RackLayout", "Workers per rack (the job's shape).");
+  layout.def(py::init<>())
+      .def(py::init([](std::vector<uint8_t> workers_per_rack) {
+             RackLayout l;
+             l.workers_per_rack = std::move(workers_per_rack);
+             return l;
+           }),
+           py::arg("workers_per_rack"))
+      .def_static("uniform", &RackLayout::Uniform, py::arg("racks"), py::arg("workers_per_rack"))
+      .def_readwrite("workers_per_rack", &RackLayout::workers_per_rack)
+      .def("racks", &RackLayout::racks)
+      .def("total_workers", &RackLayout::total_workers)
+      .def("rank_of", &RackLayout::RankOf, py::arg("rack"), py::arg("worker_in_rack"));
+  layout.def("validate", [](const RackLayout& l) { ThrowIfError(l.Validate()); });
+
+  py::enum_<CongestionControl>(m, "CongestionControl")
+      .value("AIMD", CongestionControl::kAimd)
+      .value("FIXED_WINDOW", CongestionControl::kFixedWindow);
+
+  py::class_<SchedulerOptions> scheduler(m, "SchedulerOptions");
+  scheduler.def(py::init<>())
+      .def_readwrite("min_piece_fragments", &SchedulerOptions::min_piece_fragments)
+      .def_readwrite("max_piece_fragments", &SchedulerOptions::max_piece_fragments);
+  DefValidate(scheduler);
+
+  py::class_<JobOptions> job(m, "JobOptions", "What every worker of a job shares.");
+  job.def(py::init<>())
+      .def_readwrite("job_id", &JobOptions::job_id)
+      .def_readwrite("layout", &JobOptions::layout)
+      .def_readwrite("io_threads", &JobOptions::io_threads)
+      .def_readwrite("scale", &JobOptions::scale)
+      .def_readwrite("slots", &JobOptions::slots)
+      .def_readwrite("initial_window", &JobOptions::initial_window)
+      .def_readwrite("congestion_control", &JobOptions::congestion_control)
+      .def_readwrite("base_port", &JobOptions::base_port)
+      .def_readwrite("scheduler", &JobOptions::scheduler);
+  ATP_DURATION_PROPERTY(job, JobOptions, retransmission_floor);
+  ATP_DURATION_PROPERTY(job, JobOptions, initial_retransmission_timeout);
+  ATP_DURATION_PROPERTY(job, JobOptions, max_retransmission_timeout);
+  DefValidate(job);
+
+  py::class_<PollingOptions> polling(m, "PollingOptions", "How an idle I/O thread backs off.");
+  polling.def(py::init<>())
+      .def_static("busy_polling", &PollingOptions::BusyPolling)
+      .def_readwrite("spin_iterations", &PollingOptions::spin_iterations)
+      .def_readwrite("yield_iterations", &PollingOptions::yield_iterations);
+  ATP_DURATION_PROPERTY(polling, PollingOptions, min_sleep);
+  ATP_DURATION_PROPERTY(polling, PollingOptions, max_sleep);
+  DefValidate(polling);
+
+  py::class_<WorkerOptions> worker(m, "WorkerOptions", "One worker of a job.");
+  worker.def(py::init<>())
+      .def_readwrite("job", &WorkerOptions::job)
+      .def_readwrite("rack", &WorkerOptions::rack)
+      .def_readwrite("worker_in_rack", &WorkerOptions::worker_in_rack)
+      .def_readwrite("parameter_servers", &WorkerOptions::parameter_servers)
+      .def_readwrite("polling", &WorkerOptions::polling)
+      .def_readwrite("max_burst", &WorkerOptions::max_burst);
+  DefValidate(worker);
+
+  py::enum_<ParameterDelivery>(m, "ParameterDelivery")
+      .value("MULTICAST", ParameterDelivery::kMulticast)
+      .value("UNICAST", ParameterDelivery::kUnicast);
+
+  py::class_<ParameterServerJobOptions> ps_job(m, "ParameterServerJobOptions");
+  ps_job.def(py::init<>())
+      .def_readwrite("job_id", &ParameterServerJobOptions::job_id)
+      .def_readwrite("layout", &ParameterServerJobOptions::layout)
+      .def_readwrite("delivery", &ParameterServerJobOptions::delivery)
+      .def_readwrite("multicast_group", &ParameterServerJobOptions::multicast_group)
+      .def_readwrite("workers", &ParameterServerJobOptions::workers);
+  DefValidate(ps_job);
+
+  py::class_<ParameterServerOptions> ps(m, "ParameterServerOptions");
+  ps.def(py::init<>())
+      .def_readwrite("jobs", &ParameterServerOptions::jobs)
+      .def_readwrite("slots", &ParameterServerOptions::slots)
+      .def_readwrite("server_index", &ParameterServerOptions::server_index)
+      .def_readwrite("server_count", &ParameterServerOptions::server_count)
+      .def_readwrite("io_threads", &ParameterServerOptions::io_threads)
+      .def_readwrite("base_port", &ParameterServerOptions::base_port)
+      .def_readwrite("polling", &ParameterServerOptions::polling)
+      .def_readwrite("max_burst", &ParameterServerOptions::max_burst);
+  ATP_DURATION_PROPERTY(ps, ParameterServerOptions, orphan_timeout);
+  DefValidate(ps);
+
+  // Transports: kernel UDP (both encapsulations, peers, gateway). DPDK ports
+  // are opened by the tools (atp-ps, atp-throughput); transport_available
+  // says what this build has.
+  m.def(
+      "transport_available",
+      [](const std::string& kind) {
+        return TransportAvailable(ValueOrThrow(ParseTransportKind(kind)));
+      },
+      py::arg("kind"), "Whether this build can open 'kernel_udp', 'loopback' or 'dpdk'.");
+
+  py::class_<TransportOptions> t(m, "TransportOptions",
+                                 "A kernel-UDP device: TransportOptions.kernel_udp(...).");
+  t.def_static(
+       "kernel_udp",
+       [](const std::string& address, const std::string& bind, uint32_t queues,
+          const std::string& gateway, bool whole_frame, uint16_t base_port,
+          const std::vector<std::pair<std::string, std::string>>& peers) {
+         TransportOptions o;
+         o.kind = TransportKind::kKernelUdp;
+         o.kernel_udp.address = MakeDeviceAddress(address, "");
+         o.kernel_udp.bind = ParseSocketAddress(bind);
+         o.kernel_udp.device.num_queues = queues;
+         o.kernel_udp.device.base_port = base_port;
+         o.kernel_udp.encapsulation = whole_frame ? transport::KernelUdpEncapsulation::kWholeFrame
+                                                  : transport::KernelUdpEncapsulation::kAtpMessage;
+         if (!gateway.empty()) o.kernel_udp.gateway = ParseSocketAddress(gateway);
+         for (const auto& [peer_ip, socket] : peers) {
+           const transport::SocketAddress s = ParseSocketAddress(socket);
+           o.kernel_udp.peers.push_back(transport::KernelUdpPeer::FromPortRange(
+               MakeDeviceAddress(peer_ip, ""), s.ip, s.port, queues));
+         }
+         return o;
+       },
+       py::arg("address"), py::arg("bind"), py::arg("queues") = 1, py::arg("gateway") = "",
+       py::arg("whole_frame") = false, py::arg("base_port") = wire::kDefaultBasePort,
+       py::arg("peers") = std::vector<std::pair<std::string, std::string>>{},
+       "address: this node's ATP IPv4; bind: 'IP:PORT' of queue 0 (queue i: PORT+i); gateway: "
+       "'IP:PORT' of the ToR switch (kWholeFrame overlay: whole_frame=True); peers: "
+       "[(atp_ipv4, 'IP:PORT of its queue 0')].")
+      .def_property_readonly("kind", [](const TransportOptions& o) {
+        return std::string(TransportKindName(o.kind));
+      });
+  t.def("validate", [](const TransportOptions& o) { ThrowIfError(o.Validate()); });
+}
+
+}  // namespace atp::python

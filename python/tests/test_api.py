@@ -1,0 +1,184 @@
+"""atp._atp: options and their errors, argument errors, and a real job of two
+workers (in this process) over a local switch + PS: exact sums, zero copy,
+handles, push/pull/discard, stats."""
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import atp
+from conftest import exact_sum
+
+
+def test_validate_names_the_field():
+    w = atp.WorkerOptions()
+    w.job.job_id = 1
+    w.job.layout = atp.RackLayout.uniform(1, 2)
+    w.parameter_servers = [atp.DeviceAddress("10.1.200.1")]
+    w.validate()
+    w.job.slots = 300
+    with pytest.raises(ValueError, match=r"^WorkerOptions\.job\.slots"):
+        w.validate()
+    ps = atp.ParameterServerOptions()
+    with pytest.raises(ValueError, match=r"^ParameterServerOptions\.jobs"):
+        ps.validate()
+    with pytest.raises(ValueError):
+        atp.DeviceAddress("10.1.300.1")
+    with pytest.raises(ValueError, match="IP:PORT"):
+        atp.TransportOptions.kernel_udp(address="10.1.0.1", bind="127.0.0.1")
+
+
+def test_durations_are_seconds():
+    j = atp.JobOptions()
+    j.retransmission_floor = 0.05
+    assert j.retransmission_floor == pytest.approx(0.05)
+    assert atp.ParameterServerOptions().orphan_timeout == pytest.approx(2.0)
+
+
+def test_transports_of_this_build():
+    assert atp.transport_available("kernel_udp")
+    with pytest.raises(ValueError):
+        atp.transport_available("carrier_pigeon")
+
+
+def test_embedded_ps_refuses_garbage():
+    o = atp.ParameterServerOptions()
+    j = atp.ParameterServerJobOptions()
+    j.job_id = 1
+    j.layout = atp.RackLayout.uniform(1, 2)
+    j.workers = [atp.DeviceAddress("10.1.0.1"), atp.DeviceAddress("10.1.0.2")]
+    o.jobs = [j]
+    ps = atp.EmbeddedParameterServer(o, atp.DeviceAddress("10.1.200.1"))
+    sent = []
+    assert ps.handle_frame(b"\x00" * 10, sent.append) != "ok"
+    assert sent == []
+    assert ps.stats()["frames_received"] >= 0
+
+
+def test_push_pull_gives_the_exact_sum_in_place_and_zero_copy(two_workers):
+    rng = np.random.default_rng(1)
+    inputs = [rng.uniform(-1, 1, 5000).astype(np.float32) for _ in range(2)]
+    expected = exact_sum(inputs)
+    buffers = [x.copy() for x in inputs]
+    handles = [w.push_pull(b) for w, b in zip(two_workers, buffers)]
+    for h in handles:
+        h.wait(timeout=30)
+        assert h.done()
+    np.testing.assert_array_equal(buffers[0], expected)   # written in place: no copy
+    np.testing.assert_array_equal(buffers[1], expected)
+
+
+def test_torch_tensors_average_and_on_done(two_workers):
+    g = torch.Generator().manual_seed(2)
+    inputs = [torch.rand(3000, generator=g) - 0.5 for _ in range(2)]
+    expected = exact_sum([t.numpy() for t in inputs]) / np.float32(2)
+    outputs = [torch.empty(3000) for _ in range(2)]
+    seen = [threading.Event(), threading.Event()]
+    errors = []
+    for i, (w, x, out) in enumerate(zip(two_workers, inputs, outputs)):
+        h = w.push_pull(x, out, atp.Reduction.AVERAGE)
+        h.on_done(lambda err, i=i: (errors.append(err), seen[i].set()))
+    for e in seen:
+        assert e.wait(30)
+    assert errors == [None, None]
+    np.testing.assert_array_equal(outputs[0].numpy(), expected)
+    np.testing.assert_array_equal(outputs[1].numpy(), expected)
+
+
+def test_push_pull_discard(two_workers):
+    x = [np.full(100, 0.25, np.float32), np.full(100, 0.5, np.float32)]
+    for w, v in zip(two_workers, x):
+        w.push(7, v)
+    out = np.zeros(100, np.float32)
+    two_workers[0].pull(7, out).wait(30)
+    np.testing.assert_array_equal(out, np.full(100, 0.75, np.float32))
+    two_workers[1].discard(7)
+    with pytest.raises(KeyError):
+        two_workers[1].discard(7)
+    stats = two_workers[0].stats()
+    assert stats["operations_finished"] >= 1 and isinstance(stats["queues"], list)
+
+
+def test_bad_arrays_are_refused_clearly(two_workers):
+    w = two_workers[0]
+    with pytest.raises(TypeError, match="float32"):
+        w.push_pull(np.zeros(10, np.float64))
+    with pytest.raises(TypeError, match="float32"):
+        w.push_pull(torch.zeros(10, dtype=torch.float64))
+    with pytest.raises(ValueError, match="non-contiguous"):
+        w.push_pull(np.zeros((10, 10), np.float32)[:, 0])
+    with pytest.raises(ValueError, match="non-contiguous"):
+        w.push_pull(torch.zeros(10, 10).t())
+    readonly = np.zeros(10, np.float32)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        w.push_pull(readonly)
+    with pytest.raises(TypeError, match="list"):
+        w.push_pull([1.0, 2.0])
+    with pytest.raises(ValueError, match="input has 10 values, output 11"):
+        w.push_pull(np.zeros(10, np.float32), np.zeros(11, np.float32))
+
+
+def test_wait_times_out_while_the_peer_is_missing(two_workers):
+    x = np.ones(62, np.float32)
+    h = two_workers[0].push_pull(x)
+    with pytest.raises(TimeoutError):
+        h.wait(timeout=0.01)
+    two_workers[1].push_pull(np.ones(62, np.float32)).wait(30)
+    h.wait(30)
+    np.testing.assert_array_equal(x, np.full(62, 2.0, np.float32))
+
+
+def test_parameter_server_aggregates_without_a_switch():
+    """atp.ParameterServer on kernel UDP, two workers talking to it directly
+    (unicast delivery, no switch): the PS does the whole sum."""
+    import random
+    from atp import local
+    base = local._pick_port_block(48, random.Random(5))
+    ps_ip, workers_ip = "10.9.200.1", ["10.9.0.1", "10.9.0.2"]
+    o = atp.ParameterServerOptions()
+    j = atp.ParameterServerJobOptions()
+    j.job_id = 9
+    j.layout = atp.RackLayout.uniform(1, 2)
+    j.delivery = atp.ParameterDelivery.UNICAST
+    j.workers = [atp.DeviceAddress(ip) for ip in workers_ip]
+    o.jobs = [j]
+    o.polling.spin_iterations = 0
+    o.polling.yield_iterations = 0
+    peers = [(ip, "127.0.0.1:%d" % (base + 16 * (r + 1))) for r, ip in enumerate(workers_ip)]
+    with atp.ParameterServer(o, atp.TransportOptions.kernel_udp(
+            address=ps_ip, bind="127.0.0.1:%d" % base, peers=peers)) as ps:
+        workers = []
+        for r, ip in enumerate(workers_ip):
+            w = atp.WorkerOptions()
+            w.job.job_id = 9
+            w.job.layout = atp.RackLayout.uniform(1, 2)
+            w.rack, w.worker_in_rack = 0, r
+            w.parameter_servers = [atp.DeviceAddress(ps_ip)]
+            w.polling.spin_iterations = 0
+            w.polling.yield_iterations = 0
+            workers.append(atp.Worker(w, atp.TransportOptions.kernel_udp(
+                address=ip, bind=peers[r][1], peers=[(ps_ip, "127.0.0.1:%d" % base)])))
+        inputs = [np.linspace(-1, 1, 1000, dtype=np.float32) * (r + 1) for r in range(2)]
+        outputs = [np.zeros(1000, np.float32) for _ in range(2)]
+        for h in [w.push_pull(x, y) for w, x, y in zip(workers, inputs, outputs)]:
+            h.wait(30)
+        for w in workers:
+            w.close()
+        np.testing.assert_array_equal(outputs[0], exact_sum(inputs))
+        np.testing.assert_array_equal(outputs[1], exact_sum(inputs))
+        assert ps.stats()["completed"] >= 17  # ceil(1000 / 62) fragments
+
+
+def test_wait_releases_the_gil(two_workers):
+    """A thread blocked in wait() lets this thread run Python and start the
+    peer's operation that finishes it (a held GIL would deadlock here)."""
+    x = [np.ones(620, np.float32), np.ones(620, np.float32)]
+    h = two_workers[0].push_pull(x[0])
+    waiter = threading.Thread(target=h.wait, kwargs={"timeout": 30})
+    waiter.start()
+    two_workers[1].push_pull(x[1]).wait(30)
+    waiter.join(30)
+    assert not waiter.is_alive() and h.done()
+    np.testing.assert_array_equal(x[0], np.full(620, 2.0, np.float32))

@@ -1,0 +1,65 @@
+// python/torch/torch_module.cc: the `atp._atp_torch` extension: the c10d
+// backend as a torch ProcessGroup Python class. python/atp/backend.py builds
+// its Worker's options from torch's store and registers it as "atp".
+#include <torch/csrc/utils/pybind.h>
+
+#include <chrono>
+#include <memory>
+#include <utility>
+
+#include "atp/transport_factory.h"
+#include "atp/worker.h"
+#include "pybind11/stl.h"
+#include "python/torch/process_group_atp.h"
+
+namespace py = pybind11;
+
+namespace atp::torch_backend {
+namespace {
+
+c10::intrusive_ptr<ProcessGroupAtp> Create(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
+                                           int size, WorkerOptions options,
+                                           const TransportOptions& transport, double timeout_s) {
+  absl::StatusOr<std::unique_ptr<Worker>> worker;
+  {
+    py::gil_scoped_release release;
+    absl::StatusOr<std::unique_ptr<transport::Device>> device = OpenTransport(transport);
+    worker = device.ok() ? Worker::Create(std::move(options), *std::move(device))
+                         : absl::StatusOr<std::unique_ptr<Worker>>(device.status());
+  }
+  if (!worker.ok()) {
+    if (absl::IsInvalidArgument(worker.status())) {
+      throw py::value_error(std::string(worker.status().message()));
+    }
+    throw std::runtime_error("atp: cannot start the backend's Worker: " + worker.status().ToString());
+  }
+  ProcessGroupAtpOptions pg_options;
+  pg_options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  return c10::make_intrusive<ProcessGroupAtp>(store, rank, size, *std::move(worker), pg_options);
+}
+
+}  // namespace
+}  // namespace atp::torch_backend
+
+PYBIND11_MODULE(_atp_torch, m) {
+  using atp::torch_backend::ProcessGroupAtp;
+  m.doc() = "libatp's c10d backend (torch 1.13 ProcessGroup); use atp.backend.register().";
+  py::module_::import("torch.distributed");  // c10d's Python types (Store, ProcessGroup)
+  py::module_::import("atp._atp");           // WorkerOptions, TransportOptions
+  py::class_<ProcessGroupAtp, ::c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupAtp>>(
+      m, "ProcessGroupATP")
+      .def(py::init(&atp::torch_backend::Create), py::arg("store"), py::arg("rank"),
+           py::arg("size"), py::arg("options"), py::arg("transport"), py::arg("timeout_s"))
+      .def("worker_stats", [](const ProcessGroupAtp& pg) {
+        const atp::WorkerStats s = pg.stats();
+        py::dict d;
+        d["fragments_sent"] = s.fragments_sent;
+        d["retransmissions"] = s.retransmissions;
+        d["timeouts"] = s.timeouts;
+        d["collisions"] = s.collisions;
+        d["overflow_requests"] = s.overflow_requests;
+        d["parameter_packets"] = s.parameter_packets;
+        d["operations_finished"] = s.operations_finished;
+        return d;
+      });
+}
