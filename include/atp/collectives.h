@@ -71,8 +71,9 @@ struct RingAllreduceOptions {
   // ceil(slice bytes / chunk_bytes) messages, so a rank forwards the first
   // chunk of a slice while the next is on the wire. A multiple of 4.
   size_t chunk_bytes = size_t{1} << 20;
-  // window_chunks: receives posted ahead of the one being reduced (and the
-  // scratch this rank holds: window_chunks x chunk_bytes).
+  // window_chunks: receives posted ahead of the one being reduced. The
+  // calling thread keeps window_chunks x chunk_bytes of scratch between
+  // calls (thread-local; freed when the thread ends).
   int window_chunks = 4;
   // tag: tells apart collectives running at the same time on one context.
   uint32_t tag = 0;

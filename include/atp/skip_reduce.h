@@ -133,6 +133,12 @@ class SkipPlan {
   int AverageDivisor() const {
     return divisor_ == SkipDivisor::kContributors ? Contributors() : ranks_;
   }
+  // SliceDropped: the whole-slice variant, for aggregation paths without a
+  // ring (ATP's fragments, docs/skipreduce.md): every rank leaves out the
+  // same k of the N slices, (shift + i) mod N for i < k, so nothing is sent
+  // for them at all and they are zero everywhere. The same k/N of the
+  // gradient as ContributionIncluded skips, but whole slices.
+  bool SliceDropped(int slice) const { return Mod(slice - shift_) < k_; }
   // SkippedFraction: contributions left out of the result, k / N.
   double SkippedFraction() const { return static_cast<double>(k_) / ranks_; }
   // TheoreticalSpeedup: 2(N-1) / (2(N-1) - k - g), for a ring whose steps

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -98,7 +99,7 @@ class RingRun {
       ZeroSlicesNotGathered();
       return absl::OkStatus();
     }
-    scratch_.resize(window_ * scratch_chunk_);
+    scratch_ = Scratch(window_ * scratch_chunk_);
     send_buffer_ = context_.createUnboundBuffer(data_.data(), data_.size_bytes());
     const size_t messages = steps_.size() * chunks_;
     recv_buffers_.resize(messages);
@@ -140,7 +141,21 @@ class RingRun {
     const size_t end = s.size * (c + 1) / chunks_;
     return ElementRange{.begin = s.begin + begin, .size = end - begin};
   }
-  float* ScratchSlot(size_t m) { return scratch_.data() + (m % window_) * scratch_chunk_; }
+  float* ScratchSlot(size_t m) { return scratch_ + (m % window_) * scratch_chunk_; }
+
+  // Scratch: the receive slots, kept by the calling thread between calls
+  // (window_chunks x chunk_bytes, 4 MiB by default), so a call does not
+  // fault fresh pages in each time. Every slot is written by a receive
+  // before it is read.
+  static float* Scratch(size_t elements) {
+    thread_local std::unique_ptr<float[]> buffer;
+    thread_local size_t capacity = 0;
+    if (capacity < elements) {
+      buffer = std::make_unique_for_overwrite<float[]>(elements);
+      capacity = elements;
+    }
+    return buffer.get();
+  }
   uint64_t Slot(size_t m) const {
     return kSlotPrefix | (static_cast<uint64_t>(options_.tag) << 32) | static_cast<uint64_t>(m);
   }
@@ -193,7 +208,7 @@ class RingRun {
   size_t chunks_ = 1;         // per slice
   size_t window_ = 1;         // receives posted ahead
   size_t scratch_chunk_ = 0;  // elements per scratch slot (the largest chunk)
-  std::vector<float> scratch_;
+  float* scratch_ = nullptr;  // window_ slots of scratch_chunk_ elements (Scratch())
   std::unique_ptr<gloo::transport::UnboundBuffer> send_buffer_;
   std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> recv_buffers_;
   size_t sends_ = 0;

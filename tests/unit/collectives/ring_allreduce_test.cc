@@ -185,6 +185,33 @@ TEST_P(RingAllreduceTest, SkippedAllGatherStepsLeaveZerosThatDifferByRank) {
   }
 }
 
+// Selective SkipReduce: a policy over three buckets, bucket 0 protected and
+// bucket 2 at its own rate; each bucket holds what its own options say, and
+// the protected one is the full sum.
+TEST_P(RingAllreduceTest, SelectivePolicySkipsOnlyUnprotectedBuckets) {
+  RankGroup group(GetParam());
+  const int n = group.ranks();
+  SkipPolicy policy;
+  policy.mode = SkipMode::kRandom;
+  policy.rate = 0.5;
+  policy.seed = 5;
+  policy.protected_tensors = {0};
+  policy.tensor_rates = {{2, 0.25}};
+  for (uint64_t bucket = 0; bucket < 3; ++bucket) {
+    RingAllreduceOptions options;
+    options.op = ReduceOp::kAverage;
+    options.chunk_bytes = 64;
+    options.skip = policy.ForTensor(bucket, /*iteration=*/7, n);
+    if (bucket == 0) {
+      EXPECT_EQ(options.skip.mode, SkipMode::kNone);
+    } else {
+      EXPECT_EQ(options.skip.reduce_scatter_steps,
+                SkipStepsForRate(bucket == 2 ? 0.25 : 0.5, n));
+    }
+    RunAndCheck(group, 97 + 13 * bucket, options);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, RingAllreduceTest, ::testing::Range(2, 9),
                          [](const ::testing::TestParamInfo<int>& param_info) {
                            return std::to_string(param_info.param) + "Ranks";

@@ -2,6 +2,7 @@
 // reference in ring_reference.h, and of random mode's statistics.
 #include "atp/skip_reduce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <vector>
@@ -98,6 +99,25 @@ TEST(SkipPlanTest, StaticSkipsTheSameContiguousRanksEveryIteration) {
     const SkipPlan plan = MustPlan(options, 4);
     for (int j = 0; j < 4; ++j) {
       for (int c = 0; c < 4; ++c) EXPECT_EQ(plan.ContributionIncluded(j, c), c != j);
+    }
+  }
+}
+
+TEST(SkipPlanTest, SliceDroppedLeavesOutKWholeSlicesThatMoveWithTheShift) {
+  for (int n = 1; n <= 8; ++n) {
+    for (int k = 0; k < n; ++k) {
+      std::set<std::vector<bool>> patterns;
+      for (uint64_t iteration = 0; iteration < 64; ++iteration) {
+        SkipOptions options{.mode = SkipMode::kRandom, .reduce_scatter_steps = k};
+        options.iteration = iteration;
+        const SkipPlan plan = MustPlan(options, n);
+        std::vector<bool> dropped;
+        for (int j = 0; j < n; ++j) dropped.push_back(plan.SliceDropped(j));
+        EXPECT_EQ(std::count(dropped.begin(), dropped.end(), true), k);
+        patterns.insert(dropped);
+      }
+      // Every rotation of the k dropped slices shows up (none when k = 0).
+      EXPECT_EQ(patterns.size(), k == 0 ? 1u : static_cast<size_t>(n)) << n << " " << k;
     }
   }
 }
