@@ -216,24 +216,25 @@ void BM_SkipReduce(benchmark::State& state) {
   Group& group = GroupOf(ranks);
   SkipOptions static_skip{.mode = SkipMode::kStatic, .reduce_scatter_steps = k};
   SkipOptions random_skip{.mode = SkipMode::kRandom, .reduce_scatter_steps = k};
+  const SkipOptions no_skip;
   random_skip.seed = 42;
   std::vector<double> static_speedups, random_speedups, random_vs_static;
   std::vector<double> static_cpu, random_cpu, random_vs_static_cpu;
-  bool forward = true;
+  // The three run in every order in turn (all six permutations), so that
+  // neither a trend in the load nor a variant's place in the sequence (what
+  // ran just before it) favours one of them.
+  constexpr int kOrders[6][3] = {{0, 1, 2}, {2, 1, 0}, {1, 2, 0}, {0, 2, 1}, {2, 0, 1}, {1, 0, 2}};
+  int order = 0;
   for (auto _ : state) {
-    // plain, static, random, then random, static, plain (ABBA): a trend in
-    // the load cancels out of the ratios.
-    Times plain, fixed, random;
-    if (forward) {
-      plain = TimeOne(group, count, Variant::kRing, SkipOptions{}, state);
-      fixed = TimeOne(group, count, Variant::kRing, static_skip, state);
-      random = TimeOne(group, count, Variant::kRing, random_skip, state);
-    } else {
-      random = TimeOne(group, count, Variant::kRing, random_skip, state);
-      fixed = TimeOne(group, count, Variant::kRing, static_skip, state);
-      plain = TimeOne(group, count, Variant::kRing, SkipOptions{}, state);
+    Times times[3];  // plain, static, random
+    const SkipOptions* skips[3] = {&no_skip, &static_skip, &random_skip};
+    for (const int v : kOrders[order]) {
+      times[v] = TimeOne(group, count, Variant::kRing, *skips[v], state);
     }
-    forward = !forward;
+    order = (order + 1) % 6;
+    const Times& plain = times[0];
+    const Times& fixed = times[1];
+    const Times& random = times[2];
     ++random_skip.iteration;  // a new shift every iteration, as in training
     static_speedups.push_back(plain.wall / fixed.wall);
     random_speedups.push_back(plain.wall / random.wall);
@@ -260,7 +261,7 @@ BENCHMARK(BM_SkipReduce)
     ->ArgNames({"ranks", "MiB", "k"})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
-    ->MinTime(4.0);
+    ->MinTime(6.0);
 
 }  // namespace
 }  // namespace atp::collectives

@@ -75,7 +75,8 @@ struct RingAllreduceOptions {
   // calling thread keeps window_chunks x chunk_bytes of scratch between
   // calls (thread-local; freed when the thread ends).
   int window_chunks = 4;
-  // tag: tells apart collectives running at the same time on one context.
+  // tag: tells apart collectives running at the same time on one context
+  // (0..2^24-1: it is part of every message's gloo slot).
   uint32_t tag = 0;
   absl::Duration timeout = absl::Seconds(30);
 

@@ -40,6 +40,10 @@ absl::Status RingAllreduceOptions::Validate(int ranks, std::string_view field) c
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(field), ".window_chunks: ", window_chunks, " is outside 1..1024"));
   }
+  if (tag >= (uint32_t{1} << 24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(field), ".tag: ", tag, " is not below 2^24"));
+  }
   if (timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(field), ".timeout: must be positive"));
   }

@@ -102,6 +102,11 @@ class RingRun {
     scratch_ = Scratch(window_ * scratch_chunk_);
     send_buffer_ = context_.createUnboundBuffer(data_.data(), data_.size_bytes());
     const size_t messages = steps_.size() * chunks_;
+    if (messages >= (size_t{1} << 32)) {  // the message number's share of a slot
+      return absl::InvalidArgumentError(
+          absl::StrCat("RingAllreduceOptions.chunk_bytes: ", options_.chunk_bytes,
+                       " cuts this tensor into too many messages (", messages, ")"));
+    }
     recv_buffers_.resize(messages);
     for (size_t m = 0; m < std::min(window_, messages); ++m) PostRecv(m);
     for (size_t c = 0; c < chunks_; ++c) Send(c);

@@ -225,6 +225,9 @@ TEST(RingAllreduceOptionsTest, RefusesBadOptions) {
   options.window_chunks = 0;
   EXPECT_EQ(options.Validate(4).code(), absl::StatusCode::kInvalidArgument);
   options.window_chunks = 2;
+  options.tag = 1u << 24;
+  EXPECT_EQ(options.Validate(4).code(), absl::StatusCode::kInvalidArgument);
+  options.tag = 7;
   options.skip = SkipOptions{.mode = SkipMode::kStatic, .reduce_scatter_steps = 4};
   const absl::Status status = options.Validate(4);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
