@@ -2,6 +2,7 @@
 #include "examples/atp_sim/skip_scenarios.h"
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 

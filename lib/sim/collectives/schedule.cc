@@ -1,6 +1,7 @@
 // lib/sim/collectives/schedule.cc: see schedule.h.
 #include "lib/sim/collectives/schedule.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <string>
