@@ -51,3 +51,19 @@ if(ATP_HAVE_DPDK)
   endif()
 endif()
 message(STATUS "libatp: DPDK transport ${ATP_HAVE_DPDK}, mlx5 transport ${ATP_HAVE_MLX5}")
+
+# gloo (Debian libgloo-dev): the transport under the ring allreduce and
+# SkipReduce (lib/collectives, issue 11), and gloo's own ring allreduce as its
+# baseline. LIBATP_WITH_GLOO is AUTO (use when found), ON (fail when missing)
+# or OFF; atp/config.h says ATP_HAVE_GLOO.
+set(LIBATP_WITH_GLOO AUTO CACHE STRING "gloo collectives: AUTO, ON or OFF")
+set(ATP_HAVE_GLOO 0)
+if(NOT LIBATP_WITH_GLOO STREQUAL "OFF")
+  find_package(Gloo CONFIG QUIET)
+  if(TARGET gloo)
+    set(ATP_HAVE_GLOO 1)
+  elseif(LIBATP_WITH_GLOO STREQUAL "ON")
+    message(FATAL_ERROR "LIBATP_WITH_GLOO=ON but gloo was not found (run scripts/install-deps)")
+  endif()
+endif()
+message(STATUS "libatp: gloo collectives ${ATP_HAVE_GLOO}")

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "atp/status_macros.h"
 #include "lib/sim/experiment.h"
+#include "examples/atp_sim/skip_scenarios.h"
 #include "lib/sim/goodput_stats.h"
 
 namespace atp::sim_tool {
@@ -25,13 +26,15 @@ using sim::JobResult;
 using switch_emulator::PartitionMode;
 using worker::CongestionController;
 
-constexpr std::array<ScenarioInfo, 5> kScenarios = {{
+constexpr std::array<ScenarioInfo, 6> kScenarios = {{
     {"dynamic-vs-static",
      "3 jobs, aggregators at 100%, 66% and 33% of demand: dynamic vs static allocation"},
     {"hash-vs-sequential", "8 jobs on one array: hashed vs sequential aggregator indices"},
     {"loss-sweep", "one job, loss 0.001% to 1% on every link: goodput vs the lossless run"},
     {"ps-ingress", "frames into the PS: two-level vs rack-only vs no aggregation, 3 racks"},
     {"cc-on-off", "2 jobs through one bottleneck, half the aggregators: CC on vs off"},
+    {"skip-topologies",
+     "SkipReduce: ring, halving-doubling and tree skipping k reduce steps, beside ATP"},
 }};
 
 // Runner: runs experiments and keeps the totals every table reports.
@@ -339,7 +342,8 @@ absl::StatusOr<ScenarioTable> CcOnOff(Scale scale, uint64_t seed) {
 
 using ScenarioFn = absl::StatusOr<ScenarioTable> (*)(Scale, uint64_t);
 constexpr std::array<ScenarioFn, kScenarios.size()> kRunners = {DynamicVsStatic, HashVsSequential,
-                                                                LossSweep, PsIngress, CcOnOff};
+                                                                LossSweep, PsIngress, CcOnOff,
+                                                                SkipTopologies};
 
 }  // namespace
 
