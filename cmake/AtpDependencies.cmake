@@ -51,3 +51,22 @@ if(ATP_HAVE_DPDK)
   endif()
 endif()
 message(STATUS "libatp: DPDK transport ${ATP_HAVE_DPDK}, mlx5 transport ${ATP_HAVE_MLX5}")
+
+# Visibility (docs/observability.md), optional the same way:
+#   LIBATP_WITH_PCAP        packet capture (atp/capture.h) with libpcap (libpcap-dev)
+#   LIBATP_WITH_PROMETHEUS  Prometheus metrics endpoints with prometheus-cpp core + pull
+#                           (prometheus-cpp-dev)
+set(LIBATP_WITH_PCAP AUTO CACHE STRING "packet capture with libpcap: AUTO, ON or OFF")
+set(LIBATP_WITH_PROMETHEUS AUTO CACHE STRING "Prometheus metrics with prometheus-cpp: AUTO, ON or OFF")
+_atp_optional_backend(LIBATP_WITH_PCAP ATP_HAVE_PCAP libpcap)
+set(ATP_HAVE_PROMETHEUS 0)
+if(NOT LIBATP_WITH_PROMETHEUS STREQUAL "OFF")
+  find_package(prometheus-cpp CONFIG QUIET COMPONENTS core pull)
+  if(prometheus-cpp_FOUND AND TARGET prometheus-cpp::pull)
+    set(ATP_HAVE_PROMETHEUS 1)
+  elseif(LIBATP_WITH_PROMETHEUS STREQUAL "ON")
+    message(FATAL_ERROR "LIBATP_WITH_PROMETHEUS=ON but prometheus-cpp (core, pull) is missing "
+                        "(run scripts/install-deps)")
+  endif()
+endif()
+message(STATUS "libatp: packet capture ${ATP_HAVE_PCAP}, Prometheus metrics ${ATP_HAVE_PROMETHEUS}")
