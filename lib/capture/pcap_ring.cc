@@ -1,7 +1,9 @@
 #include "lib/capture/pcap_ring.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +21,8 @@ constexpr uint64_t kFileHeaderBytes = 24;
 constexpr uint64_t kRecordHeaderBytes = 16;
 // kSnapLength: whole frames; ATP frames are 306 bytes, others are cut here.
 constexpr int kSnapLength = 65535;
+// kWriteBufferBytes: stdio buffer of each open file.
+constexpr size_t kWriteBufferBytes = size_t{1} << 20;
 
 }  // namespace
 
@@ -64,9 +68,17 @@ bool PcapRing::StartFile() {
           ? absl::StrCat(options_.directory, "/", options_.stem)
           : absl::StrFormat("%s/%s-%05u.pcap", options_.directory, options_.stem, next_index_);
   ++next_index_;
-  handles_->dumper = pcap_dump_open(handles_->dead, path.c_str());
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) {
+    error_ = absl::StrCat("packet capture: ", path, ": ", std::strerror(errno));
+    return false;
+  }
+  // A large buffer: one write(2) per kWriteBufferBytes rather than per 4 KiB.
+  std::setvbuf(file, nullptr, _IOFBF, kWriteBufferBytes);
+  handles_->dumper = pcap_dump_fopen(handles_->dead, file);  // owns `file` from here on
   if (handles_->dumper == nullptr) {
     error_ = absl::StrCat("packet capture: ", path, ": ", pcap_geterr(handles_->dead));
+    std::fclose(file);
     return false;
   }
   files_.push_back(path);
