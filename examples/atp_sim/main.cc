@@ -57,8 +57,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "atp-sim: %s\n", std::string(visibility_options.status().message()).c_str());
     return kExitUsage;
   }
-  if (!options->scenario.empty() && (!visibility_options->pcap.empty() || !visibility_options->plot.empty())) {
-    std::fprintf(stderr, "atp-sim: --pcap and --plot record one experiment, not a --scenario\n");
+  if (!options->scenario.empty() && !visibility_options->pcap.empty()) {
+    std::fprintf(stderr, "atp-sim: --pcap records one experiment, not a --scenario\n");
     return kExitUsage;
   }
   if (!options->scenario.empty()) {
@@ -72,6 +72,12 @@ int main(int argc, char** argv) {
                                  ? atp::sim_tool::FormatScenarioJson(*table)
                                  : atp::sim_tool::FormatScenarioText(*table);
     std::fputs(text.c_str(), stdout);
+    if (!visibility_options->plot.empty()) {
+      if (absl::Status s = atp::sim_tool::PlotScenarioTable(*table, *visibility_options); !s.ok()) {
+        std::fprintf(stderr, "atp-sim: %s\n", std::string(s.message()).c_str());
+        return 1;
+      }
+    }
     return table->exact ? 0 : 1;
   }
   auto experiment = atp::sim::Experiment::Create(options->experiment);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <utility>
+#include <variant>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
@@ -55,6 +56,24 @@ class PcapTap final : public sim::PacketFilter {
  private:
   capture::PcapRing* ring_;
 };
+
+// RunPlotScript: the drawing script on `json`; its messages go to stderr.
+absl::Status RunPlotScript(const VisibilityOptions& options, const std::string& json) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl(options.python.c_str(), options.python.c_str(), options.plot_script.c_str(),
+            json.c_str(), options.plot.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = -1;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "--plot: ", options.python, " ", options.plot_script, " failed (exit ",
+        WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+        "); is python3-matplotlib installed (--plot_python)?"));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -167,21 +186,28 @@ absl::Status SimVisibility::Finish() {
     out << j.dump() << "\n";
     if (!out) return absl::UnavailableError(absl::StrCat("--plot: cannot write ", samples_path));
   }
-  // The script draws; its own messages go to stderr.
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl(options_.python.c_str(), options_.python.c_str(), options_.plot_script.c_str(),
-            samples_path.c_str(), options_.plot.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
+  return RunPlotScript(options_, samples_path);
+}
+
+absl::Status PlotScenarioTable(const ScenarioTable& table, const VisibilityOptions& options) {
+  nlohmann::json j;
+  j["scenario"] = table.name;
+  j["title"] = table.title;
+  j["finding"] = table.finding;
+  j["columns"] = table.columns;
+  j["rows"] = nlohmann::json::array();
+  for (const std::vector<Cell>& row : table.rows) {
+    nlohmann::json r = nlohmann::json::array();
+    for (const Cell& c : row) std::visit([&](const auto& v) { r.push_back(v); }, c);
+    j["rows"].push_back(std::move(r));
   }
-  int status = -1;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "--plot: ", options_.python, " ", options_.plot_script, " failed (exit ",
-        WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-        "); is python3-matplotlib installed (--plot_python)?"));
+  const std::string path = options.plot + ".json";
+  {
+    std::ofstream out(path);
+    out << j.dump() << "\n";
+    if (!out) return absl::UnavailableError(absl::StrCat("--plot: cannot write ", path));
   }
-  return absl::OkStatus();
+  return RunPlotScript(options, path);
 }
 
 }  // namespace atp::sim_tool

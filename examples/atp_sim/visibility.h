@@ -8,7 +8,8 @@
 //                      congestion window per job, the deepest queue of each
 //                      link kind and the aggregators in use per ToR, drawn by
 //                      tools/plot/atp_sim_plot.py (Debian's matplotlib) from
-//                      FILE.json, the samples this writes beside it
+//                      FILE.json, the samples this writes beside it; with
+//                      --scenario=NAME, the scenario's table as a figure
 //
 //   SimVisibility vis;
 //   ATP_RETURN_IF_ERROR(vis.Attach(*experiment));   // before Run
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "examples/atp_sim/scenario_table.h"
 #include "lib/capture/pcap_ring.h"
 #include "lib/sim/alarm.h"
 #include "lib/sim/experiment.h"
@@ -41,6 +43,11 @@ struct VisibilityOptions {
 // VisibilityOptionsFromFlags: --pcap, --pcap_links, --plot, --plot_interval_us,
 // --plot_python, --plot_script; InvalidArgument names the flag.
 absl::StatusOr<VisibilityOptions> VisibilityOptionsFromFlags();
+
+// PlotScenarioTable: a named scenario's figure (--scenario=NAME --plot=FILE):
+// one panel per numeric column against the rows' labels (their text
+// columns), from FILE.json.
+absl::Status PlotScenarioTable(const ScenarioTable& table, const VisibilityOptions& options);
 
 class SimVisibility {
  public:

@@ -2,7 +2,8 @@
 # tests/visibility/atp_sim_visibility.sh: atp-sim --pcap and --plot on a small
 # run: the capture holds ATP frames stamped with simulated time (tshark with
 # tools/wireshark/atp.lua, when installed) and the plot is a PNG and an SVG
-# drawn from the samples. Exit 77 (skip) without matplotlib.
+# drawn from the samples; a named scenario (cc-on-off, small) draws its
+# figure. Exit 77 (skip) without matplotlib.
 #   atp_sim_visibility.sh ATP_SIM LUA
 set -euo pipefail
 sim="$1" lua="$2"
@@ -21,6 +22,9 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["samples"]
   { echo "FAIL: the samples JSON lacks samples"; exit 1; }
 "$sim" --workers=2 --racks=1 --tensor_mb=0.25 --iterations=1 --plot="$dir/sim.svg" >/dev/null
 grep -q "<svg" "$dir/sim.svg" || { echo "FAIL: sim.svg is not SVG"; exit 1; }
+# A named scenario's figure.
+"$sim" --scenario=cc-on-off --scale=small --plot="$dir/cc.svg" >/dev/null
+grep -q "<svg" "$dir/cc.svg" || { echo "FAIL: the scenario's cc.svg is not SVG"; exit 1; }
 # 2 workers x 1 iteration x ceil(65536 / 62) fragments, each sent at least once.
 want=$((2 * 1057))
 if command -v tshark >/dev/null; then
