@@ -5,6 +5,9 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/atp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The Wireshark dissector (docs/observability.md).
+install(FILES ${PROJECT_SOURCE_DIR}/tools/wireshark/atp.lua
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/libatp/wireshark)
 install(FILES ${PROJECT_BINARY_DIR}/include/atp/config.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/atp)
 install(TARGETS ${ATP_INSTALLED_TARGETS} EXPORT libatpTargets

@@ -23,6 +23,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "atp/metrics.h"
 #include "atp/parameter_server.h"
 #include "examples/common/endpoint.h"
 #include "examples/common/endpoint_flags.h"
@@ -41,6 +42,12 @@ ABSL_FLAG(int, orphan_timeout_ms, 2000,
           "retransmission timeout (docs/protocol.md).");
 ABSL_FLAG(int, stats_interval_s, 0,
           "0: quiet. N: one line of counters on stderr every N seconds while serving.");
+
+ABSL_FLAG(int, metrics_port, -1,
+          "Serve Prometheus metrics (GET /metrics, atp_ps_*{job=...}) on this TCP port; 0: any "
+          "free port (logged); -1: none. docs/observability.md.");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
+          "--metrics_port: the address to listen on (0.0.0.0: every interface).");
 
 namespace atp::examples {
 namespace {
@@ -73,6 +80,29 @@ nlohmann::json PsStatsJson(const ParameterServerStats& s) {
           {"collisions_rehashed", s.collisions_rehashed},
           {"overflow_requests", s.overflow_requests},
           {"orphans_released", s.orphans_released}};
+}
+
+// AggregationLine: "is it aggregating?" since `before`: of the fragments
+// completed here, how many arrived whole from the switches (one
+// contribution each: every worker's data already summed) and how many the
+// PS summed itself, and why (docs/observability.md).
+std::string AggregationLine(uint8_t job, const ParameterServerStats& now,
+                            const ParameterServerStats& before) {
+  const uint64_t completed = now.completed - before.completed;
+  const uint64_t fp = now.fp_completed - before.fp_completed;
+  const uint64_t contributions = now.contributions - before.contributions;
+  const uint64_t integer = completed - fp;
+  // Each integer completion took at least one contribution; every extra one
+  // is a partial aggregate (a rack or worker the switches did not sum).
+  const uint64_t partial = contributions > integer ? contributions - integer : 0;
+  return absl::StrCat(
+      "atp-ps: job ", job, " aggregating? ", completed, " fragments completed: ", integer,
+      " integer from ", contributions, " contributions (", partial,
+      " more than one per fragment: summed here), ", fp, " on the float path; ",
+      now.collisions_rehashed - before.collisions_rehashed, " collisions, ",
+      now.duplicates - before.duplicates, " duplicates, ",
+      now.orphans_released - before.orphans_released, " orphans released, ",
+      now.overflow_requests - before.overflow_requests, " overflow requests");
 }
 
 class StatsWriter {
@@ -169,11 +199,26 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "atp-ps: %s\n", std::string(server.status().message()).c_str());
     return 1;
   }
+  std::unique_ptr<MetricsServer> metrics;
+  if (const int port = absl::GetFlag(FLAGS_metrics_port); port != -1) {
+    MetricsServerOptions m;
+    m.port = port;
+    m.address = absl::GetFlag(FLAGS_metrics_address);
+    m.labels = {{"job", absl::StrCat(spec->job.job_id)}};
+    absl::StatusOr<std::unique_ptr<MetricsServer>> started = ServeParameterServerMetrics(**server, m);
+    if (!started.ok()) {
+      std::fprintf(stderr, "atp-ps: --metrics_port: %s\n", std::string(started.status().message()).c_str());
+      return started.status().code() == absl::StatusCode::kInvalidArgument ? kBadFlagsExit : 1;
+    }
+    metrics = *std::move(started);
+    std::fprintf(stderr, "atp-ps: metrics on http://%s:%d/metrics\n", m.address.c_str(), metrics->port());
+  }
   std::fprintf(stderr, "atp-ps: ready\n");
   StatsWriter writer(*spec, start);
   const int interval_s = absl::GetFlag(FLAGS_stats_interval_s);
   absl::Time next_line = interval_s > 0 ? absl::Now() + absl::Seconds(interval_s)
                                         : absl::InfiniteFuture();
+  ParameterServerStats previous;
   while (!stop.stopped()) {
     const StopSignals::Event event =
         stop.Wait(std::min(absl::Seconds(1), std::max(absl::ZeroDuration(), next_line - absl::Now())));
@@ -186,10 +231,14 @@ int Main(int argc, char** argv) {
                    static_cast<unsigned long long>(s.frames_received),
                    static_cast<unsigned long long>(s.frames_sent),
                    static_cast<unsigned long long>(s.completed));
+      std::fprintf(stderr, "%s\n", AggregationLine(spec->job.job_id, s, previous).c_str());
+      previous = s;
       next_line = absl::Now() + absl::Seconds(interval_s);
     }
   }
   const ParameterServerStats final_stats = (*server)->stats();
+  std::fprintf(stderr, "%s\n", AggregationLine(spec->job.job_id, final_stats, {}).c_str());
+  metrics.reset();  // scrapes read the server
   server->reset();  // stops the threads: the queues' counters may be read
   writer.Write(final_stats, **device, QueueCounters::kRead);
   std::fprintf(stderr, "atp-ps: stopped by signal %d; %llu fragments completed\n",

@@ -9,6 +9,7 @@
 #include "examples/atp_sim/options.h"
 #include "examples/atp_sim/report.h"
 #include "examples/atp_sim/scenarios.h"
+#include "examples/atp_sim/visibility.h"
 #include "lib/sim/experiment.h"
 #include "lib/tool/command_line.h"
 
@@ -50,6 +51,16 @@ int main(int argc, char** argv) {
                  std::string(options.status().message()).c_str());
     return kExitUsage;
   }
+  absl::StatusOr<atp::sim_tool::VisibilityOptions> visibility_options =
+      atp::sim_tool::VisibilityOptionsFromFlags();
+  if (!visibility_options.ok()) {
+    std::fprintf(stderr, "atp-sim: %s\n", std::string(visibility_options.status().message()).c_str());
+    return kExitUsage;
+  }
+  if (!options->scenario.empty() && !visibility_options->pcap.empty()) {
+    std::fprintf(stderr, "atp-sim: --pcap records one experiment, not a --scenario\n");
+    return kExitUsage;
+  }
   if (!options->scenario.empty()) {
     absl::StatusOr<atp::sim_tool::ScenarioTable> table = atp::sim_tool::RunScenario(
         options->scenario, options->scale, options->experiment.seed);
@@ -61,11 +72,22 @@ int main(int argc, char** argv) {
                                  ? atp::sim_tool::FormatScenarioJson(*table)
                                  : atp::sim_tool::FormatScenarioText(*table);
     std::fputs(text.c_str(), stdout);
+    if (!visibility_options->plot.empty()) {
+      if (absl::Status s = atp::sim_tool::PlotScenarioTable(*table, *visibility_options); !s.ok()) {
+        std::fprintf(stderr, "atp-sim: %s\n", std::string(s.message()).c_str());
+        return 1;
+      }
+    }
     return table->exact ? 0 : 1;
   }
   auto experiment = atp::sim::Experiment::Create(options->experiment);
   if (!experiment.ok()) {
     std::fprintf(stderr, "atp-sim: %s\n", std::string(experiment.status().message()).c_str());
+    return kExitUsage;
+  }
+  atp::sim_tool::SimVisibility visibility(*std::move(visibility_options));
+  if (absl::Status s = visibility.Attach(**experiment); !s.ok()) {
+    std::fprintf(stderr, "atp-sim: %s\n", std::string(s.message()).c_str());
     return kExitUsage;
   }
   // The wall clock is read here, outside the simulation, only to report speed.
@@ -74,6 +96,10 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   const atp::sim::ExperimentResult result = (*experiment)->Run();
+  if (absl::Status s = visibility.Finish(); !s.ok()) {
+    std::fprintf(stderr, "atp-sim: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
   const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

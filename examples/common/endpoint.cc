@@ -215,6 +215,22 @@ transport::DeviceAddress PsAddress(uint8_t job) {
 
 transport::DeviceAddress GroupAddress(uint8_t job) { return MulticastAddress(Ip(239, 1, 0, job)); }
 
+// BuildCapture: --pcap_dir and its ring (atp/capture.h); files named after
+// the endpoint ("ps", "w<rank>").
+absl::Status BuildCapture(const EndpointFlags& flags, EndpointSpec& spec) {
+  if (flags.pcap_dir.empty()) return absl::OkStatus();
+  CaptureOptions& c = spec.transport.capture;
+  c.directory = flags.pcap_dir;
+  c.name = spec.place.role == EndpointRole::kWorker ? absl::StrCat("w", spec.place.rank) : "ps";
+  ATP_RETURN_IF_ERROR(CheckRange("pcap_max_file_mb", flags.pcap_max_file_mb, 1, 1 << 20));
+  ATP_RETURN_IF_ERROR(CheckRange("pcap_max_files", flags.pcap_max_files, 1, 1 << 20));
+  c.max_file_bytes = uint64_t{static_cast<uint32_t>(flags.pcap_max_file_mb)} << 20;
+  c.max_files = static_cast<uint32_t>(flags.pcap_max_files);
+  if (absl::Status s = c.Validate("capture"); !s.ok()) return FlagError("pcap_dir", s.message());
+  spec.description = absl::StrCat(spec.description, ", capturing to ", flags.pcap_dir);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<EndpointSpec> BuildEndpoint(const EndpointFlags& flags, const EndpointPlace& place) {
   EndpointSpec spec;
   spec.place = place;
@@ -288,6 +304,7 @@ absl::StatusOr<EndpointSpec> BuildEndpoint(const EndpointFlags& flags, const End
   } else {
     return FlagError("transport", absl::StrCat("'", flags.transport, "' is not dpdk or kernel_udp"));
   }
+  ATP_RETURN_IF_ERROR(BuildCapture(flags, spec));
   return spec;
 }
 
@@ -333,9 +350,13 @@ absl::StatusOr<std::unique_ptr<transport::Device>> OpenEndpointDevice(
   const bool memif_client = spec.transport.kind == TransportKind::kDpdk &&
                             absl::StartsWith(spec.transport.dpdk.port, "net_memif") &&
                             absl::StrContains(spec.transport.dpdk.vdev_args, "role=client");
+  // The capture decorator goes on once the link is up (waiting needs the
+  // DPDK device itself).
+  TransportOptions uncaptured = spec.transport;
+  uncaptured.capture = {};
   std::unique_ptr<transport::Device> device;
   for (;;) {
-    absl::StatusOr<std::unique_ptr<transport::Device>> opened = OpenTransport(spec.transport);
+    absl::StatusOr<std::unique_ptr<transport::Device>> opened = OpenTransport(uncaptured);
     if (opened.ok()) {
       device = *std::move(opened);
       break;
@@ -351,7 +372,9 @@ absl::StatusOr<std::unique_ptr<transport::Device>> OpenEndpointDevice(
     }
     report("the memif server");
   }
-  if (spec.transport.kind != TransportKind::kDpdk) return device;
+  if (spec.transport.kind != TransportKind::kDpdk) {
+    return CaptureDevice(std::move(device), spec.transport.capture);
+  }
   auto* dpdk = dynamic_cast<transport::DpdkDevice*>(device.get());
   if (dpdk == nullptr) return absl::InternalError("a DPDK transport that is not a DpdkDevice");
   while (!dpdk->link_up()) {
@@ -370,7 +393,7 @@ absl::StatusOr<std::unique_ptr<transport::Device>> OpenEndpointDevice(
             200, std::max<int64_t>(1, absl::ToInt64Milliseconds(deadline - now)))));
     if (!s.ok() && s.code() != absl::StatusCode::kDeadlineExceeded) return s;
   }
-  return device;
+  return CaptureDevice(std::move(device), spec.transport.capture);
 }
 
 nlohmann::json DeviceStatsJson(transport::Device& device, QueueCounters queues) {
@@ -400,7 +423,7 @@ nlohmann::json DeviceStatsJson(transport::Device& device, QueueCounters queues) 
     j["tx_backpressure"] = sum.tx_backpressure;
     j["tx_errors"] = sum.tx_errors;
   }
-  if (auto* dpdk = dynamic_cast<transport::DpdkDevice*>(&device); dpdk != nullptr) {
+  if (auto* dpdk = dynamic_cast<transport::DpdkDevice*>(&UncapturedDevice(device)); dpdk != nullptr) {
     const transport::DpdkPortStats p = dpdk->port_stats();
     j["port"] = {{"link_up", dpdk->link_up()}, {"ipackets", p.ipackets}, {"opackets", p.opackets},
                  {"imissed", p.imissed},      {"ierrors", p.ierrors},   {"oerrors", p.oerrors},

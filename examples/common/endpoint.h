@@ -61,6 +61,10 @@ struct EndpointFlags {
   int io_threads = 1;
   std::string ps_address;  // "" = 10.<job>.200.1
   std::string group;       // "" = 239.1.0.<job>
+  // Capture (atp/capture.h): "" = off.
+  std::string pcap_dir;
+  int pcap_max_file_mb = 64;
+  int pcap_max_files = 4;
 };
 
 enum class EndpointRole : uint8_t { kWorker, kParameterServer };

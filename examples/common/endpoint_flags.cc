@@ -41,6 +41,14 @@ ABSL_FLAG(std::string, ps_address, "", "The PS's IPv4 address. Default: 10.<job>
 ABSL_FLAG(std::string, group, "",
           "The job's multicast group (parameter packets). Default: 239.1.0.<job>.");
 
+ABSL_FLAG(std::string, pcap_dir, "",
+          "Record what this endpoint's device receives and sends as pcap files in this (existing) "
+          "directory: <name>-rx-NNNNN.pcap and <name>-tx-NNNNN.pcap, <name> 'ps' or 'w<rank>' "
+          "(docs/observability.md). Empty: no capture.");
+ABSL_FLAG(int, pcap_max_file_mb, 64, "--pcap_dir: MiB per file before the next one begins.");
+ABSL_FLAG(int, pcap_max_files, 4,
+          "--pcap_dir: files kept per direction (the oldest is deleted).");
+
 namespace atp::examples {
 
 EndpointFlags EndpointFlagsFromCommandLine() {
@@ -63,6 +71,9 @@ EndpointFlags EndpointFlagsFromCommandLine() {
   f.io_threads = absl::GetFlag(FLAGS_io_threads);
   f.ps_address = absl::GetFlag(FLAGS_ps_address);
   f.group = absl::GetFlag(FLAGS_group);
+  f.pcap_dir = absl::GetFlag(FLAGS_pcap_dir);
+  f.pcap_max_file_mb = absl::GetFlag(FLAGS_pcap_max_file_mb);
+  f.pcap_max_files = absl::GetFlag(FLAGS_pcap_max_files);
   return f;
 }
 

@@ -33,6 +33,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "atp/capture.h"
 #include "atp/transport.h"
 #include "atp/transport/dpdk.h"
 #include "atp/transport/kernel_udp.h"
@@ -67,6 +68,9 @@ struct TransportOptions {
   // needs it) and the port's options.
   transport::DpdkEalOptions dpdk_eal;
   transport::DpdkOptions dpdk;
+  // capture: record what the device receives and sends (atp/capture.h); off
+  // unless capture.directory is set. Any backend.
+  CaptureOptions capture;
 
   // Validate: the chosen backend's options; the message names the field.
   absl::Status Validate(std::string_view field = "TransportOptions") const;

@@ -69,6 +69,7 @@ absl::StatusOr<TransportKind> ParseTransportKind(std::string_view name) {
 }
 
 absl::Status TransportOptions::Validate(std::string_view field) const {
+  ATP_RETURN_IF_ERROR(capture.Validate(absl::StrCat(Sv(field), ".capture")));
   switch (kind) {
     case TransportKind::kLoopback:
       if (loopback_wire == nullptr) {
@@ -90,8 +91,9 @@ absl::Status TransportOptions::Validate(std::string_view field) const {
   return absl::InvalidArgumentError(absl::StrCat(Sv(field), ".kind: unknown transport"));
 }
 
-absl::StatusOr<std::unique_ptr<transport::Device>> OpenTransport(const TransportOptions& options) {
-  ATP_RETURN_IF_ERROR(options.Validate());
+namespace {
+
+absl::StatusOr<std::unique_ptr<transport::Device>> OpenBackend(const TransportOptions& options) {
   switch (options.kind) {
     case TransportKind::kLoopback:
       return options.loopback_wire->AddEndpoint(options.loopback);
@@ -104,6 +106,14 @@ absl::StatusOr<std::unique_ptr<transport::Device>> OpenTransport(const Transport
       return OpenDpdk(options);
   }
   return absl::InvalidArgumentError("TransportOptions.kind: unknown transport");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<transport::Device>> OpenTransport(const TransportOptions& options) {
+  ATP_RETURN_IF_ERROR(options.Validate());
+  ATP_ASSIGN_OR_RETURN(std::unique_ptr<transport::Device> device, OpenBackend(options));
+  return CaptureDevice(std::move(device), options.capture);
 }
 
 }  // namespace atp

@@ -185,6 +185,9 @@ class Parser {
       if (std::optional<YamlField> q = m.Take("queues")) {
         ATP_ASSIGN_OR_RETURN(port.queues, ctx_.Uint(*q, field + ".queues", 1, transport::kMaxQueues));
       }
+      if (std::optional<YamlField> pcap = m.Take("pcap")) {
+        ATP_ASSIGN_OR_RETURN(port.pcap, ctx_.Bool(*pcap, field + ".pcap"));
+      }
       switch (port.type) {
         case PortType::kMemif: {
           ATP_ASSIGN_OR_RETURN(YamlField socket, m.Require("socket"));

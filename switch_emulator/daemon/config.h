@@ -46,6 +46,7 @@ struct PortConfig {
   PortType type = PortType::kMemif;
   uint32_t queues = 1;  // 1..16: the port's queues; egress queue = UDP port - base_port (mod queues)
   int line = 0;         // where the port was declared, for later errors
+  bool pcap = false;    // capture this port under --pcap_dir (docs/observability.md)
   // kMemif
   std::string socket;  // a socket file path
   MemifPortRole role = MemifPortRole::kServer;

@@ -27,9 +27,11 @@
 #include "lib/logging/log.h"
 #include "lib/tool/command_line.h"
 #include "switch_emulator/daemon/config.h"
+#include "switch_emulator/daemon/port_capture.h"
 #include "switch_emulator/daemon/ports.h"
 #include "switch_emulator/daemon/stats.h"
 #include "switch_emulator/daemon/switch_daemon.h"
+#include "switch_emulator/daemon/visibility.h"
 
 ABSL_FLAG(std::string, config, "",
           "Path of the YAML configuration (required): ports, routes, multicast groups, jobs. "
@@ -57,6 +59,18 @@ ABSL_FLAG(int, min_sleep_us, 20,
           "up to --max_sleep_us.");
 ABSL_FLAG(bool, busy_poll, false,
           "The datapath thread never sleeps nor yields (lowest latency; takes a whole core).");
+
+ABSL_FLAG(std::string, pcap_dir, "",
+          "Record what the ports receive and send as pcap files in this (existing) directory: "
+          "<port>-rx-NNNNN.pcap and <port>-tx-NNNNN.pcap; every port, or only those whose YAML "
+          "says 'pcap: true' when any does. Empty: no capture. docs/observability.md.");
+ABSL_FLAG(int, pcap_max_file_mb, 64, "--pcap_dir: MiB per file before the next one begins.");
+ABSL_FLAG(int, pcap_max_files, 4, "--pcap_dir: files kept per port and direction (a ring).");
+ABSL_FLAG(int, metrics_port, -1,
+          "Serve Prometheus metrics (GET /metrics) on this TCP port; 0: any free port (logged); "
+          "-1: none. docs/observability.md.");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
+          "--metrics_port: the address to listen on (0.0.0.0: every interface).");
 
 namespace atp::switchd {
 namespace {
@@ -144,6 +158,25 @@ int Main(int argc, char** argv) {
       !p.ok()) {
     BadConfig(absl::InvalidArgumentError(absl::StrCat(config_path, ":1: ", p.status().message())));
   }
+  PortCaptureOptions capture;
+  capture.directory = absl::GetFlag(FLAGS_pcap_dir);
+  if (absl::GetFlag(FLAGS_pcap_max_file_mb) < 1 || absl::GetFlag(FLAGS_pcap_max_files) < 1) {
+    std::fprintf(stderr, "atp-switchd: --pcap_max_file_mb and --pcap_max_files must be >= 1\n");
+    return kBadUsageExit;
+  }
+  capture.max_file_bytes = uint64_t{static_cast<uint32_t>(absl::GetFlag(FLAGS_pcap_max_file_mb))} << 20;
+  capture.max_files = static_cast<uint32_t>(absl::GetFlag(FLAGS_pcap_max_files));
+  if (absl::Status s = CheckPortCapture(*config, capture); !s.ok()) BadConfig(s);
+  MetricsServerOptions metrics;
+  metrics.port = absl::GetFlag(FLAGS_metrics_port);
+  metrics.address = absl::GetFlag(FLAGS_metrics_address);
+  if (metrics.port != -1) {
+    if (absl::Status s = metrics.Validate("--metrics"); !s.ok()) BadConfig(s);
+    if (!MetricsAvailable()) {
+      BadConfig(absl::FailedPreconditionError(
+          "atp-switchd: --metrics_port: this build has no prometheus-cpp (prometheus-cpp-dev)"));
+    }
+  }
   if (absl::GetFlag(FLAGS_check_config)) {
     std::printf("config ok\n");
     return 0;
@@ -161,6 +194,10 @@ int Main(int argc, char** argv) {
   absl::StatusOr<OpenedPorts> ports = OpenPorts(*config);
   if (!ports.ok()) {
     std::fprintf(stderr, "atp-switchd: %s\n", std::string(ports.status().message()).c_str());
+    return kOpenFailedExit;
+  }
+  if (absl::Status s = CapturePorts(*config, capture, ports->devices); !s.ok()) {
+    std::fprintf(stderr, "atp-switchd: %s\n", std::string(s.message()).c_str());
     return kOpenFailedExit;
   }
   std::vector<DaemonPort> daemon_ports;
@@ -197,6 +234,19 @@ int Main(int argc, char** argv) {
                           config->name, config->ports.size(), config->routes.size(),
                           config->multicast.size(), config->jobs.size());
 
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (metrics.port != -1) {
+    SwitchDaemon* running = daemon->get();
+    absl::StatusOr<std::unique_ptr<MetricsServer>> started =
+        MetricsServer::Start(metrics, [running] { return SwitchdMetrics(running->Stats()); });
+    if (!started.ok()) {
+      std::fprintf(stderr, "atp-switchd: --metrics_port: %s\n", std::string(started.status().message()).c_str());
+      return kOpenFailedExit;
+    }
+    metrics_server = *std::move(started);
+    internal::Logger().info("{}: metrics on http://{}:{}/metrics", config->name, metrics.address,
+                            metrics_server->port());
+  }
   const int interval_s = absl::GetFlag(FLAGS_stats_interval_s);
   absl::Time next_summary = absl::Now() + absl::Seconds(interval_s);
   SwitchdStats previous = (*daemon)->Stats();
@@ -220,15 +270,18 @@ int Main(int argc, char** argv) {
     }
     if (interval_s > 0 && absl::Now() >= next_summary) {
       SwitchdStats stats = (*daemon)->Stats();
-      std::fprintf(stderr, "%s\n", SummaryLine(stats, &previous).c_str());
+      std::fprintf(stderr, "%s\n%s\n", SummaryLine(stats, &previous).c_str(),
+                   AggregationLine(stats, &previous).c_str());
       previous = std::move(stats);
       next_summary += absl::Seconds(interval_s);
     }
   }
+  metrics_server.reset();  // scrapes read the daemon
   (*daemon)->Stop();
   const SwitchdStats final_stats = (*daemon)->Stats();
   WriteStats(final_stats);
-  std::fprintf(stderr, "%s\n", SummaryLine(final_stats, nullptr).c_str());
+  std::fprintf(stderr, "%s\n%s\n", SummaryLine(final_stats, nullptr).c_str(),
+               AggregationLine(final_stats, nullptr).c_str());
   daemon->reset();  // before the devices it polls
   return 0;
 }

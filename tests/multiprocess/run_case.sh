@@ -16,6 +16,15 @@
 #                   exact; once job 2's workers are gone, every switch's
 #                   aggregators_in_use is back to 0 within the orphan timeout
 #                   (plus the time a stats snapshot takes).
+#   visibility      1 job with every switch and the PS serving Prometheus
+#                   metrics and capturing (docs/observability.md): tor0 and the
+#                   PS scraped while the job runs (frames moving, aggregation
+#                   seen), then, once it is done, the scrape equals the
+#                   stats JSON and the job's known traffic (every fragment of
+#                   every iteration completed once at the PS; each rack-0
+#                   worker's fragments into tor0), and the captures hold ATP
+#                   frames (counted by tshark with tools/wireshark/atp.lua
+#                   when tshark is there)
 #   garbage         malformed ATP frames sent into tor0's probe port: each one
 #                   counted (wrong length: by the port's transport; the others
 #                   by the pipeline, per DecodeError reason; all in the port's
@@ -306,6 +315,80 @@ if bad:
 EOF
     note "nothing else changed; a job afterwards:"
     run_job 1
+    ;;
+  visibility)
+    export ATP_TESTBED_METRICS=1 ATP_TESTBED_PCAP_DIR="$out/pcap"
+    up --jobs=1
+    metrics_url() {  # NAME: the URL its log announced
+      local url
+      url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/metrics' "$dir/logs/$1.log" | tail -n 1)
+      [[ -n "$url" ]] || fail "$1 announced no metrics URL"
+      echo "$url"
+    }
+    # metric FILE NAME [LABEL=VALUE...]: the sum of NAME's samples with those labels.
+    metric() {
+      python3 - "$@" <<'PY'
+import re, sys
+path, name, want = sys.argv[1], sys.argv[2], sys.argv[3:]
+total, seen = 0.0, False
+for line in open(path):
+    m = re.match(r'^([a-z_]+)(\{(.*)\})? (\S+)$', line.strip())
+    if not m or m.group(1) != name:
+        continue
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3) or ""))
+    if all(labels.get(k) == v for k, v in (w.split("=", 1) for w in want)):
+        total += float(m.group(4)); seen = True
+if not seen:
+    sys.exit("no sample of %s %s in %s" % (name, want, path))
+print(int(total))
+PY
+    }
+    scrape() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1" >"$2"; }
+    tor0_url=$(metrics_url tor0)
+    ps_url=$(metrics_url ps1)
+    for r in 0 1 2 3; do start_worker 1 "$r" --iterations="$iterations"; done
+    wait_progress 1 0
+    scrape "$tor0_url" "$out/tor0.during.prom"
+    scrape "$ps_url" "$out/ps1.during.prom"
+    [[ $(metric "$out/tor0.during.prom" atp_switch_frames_total direction=rx) -gt 0 ]] || fail "tor0: no frames during the job"
+    [[ $(metric "$out/tor0.during.prom" atp_switch_aggregated_total) -gt 0 ]] || fail "tor0: nothing aggregated during the job"
+    [[ $(metric "$out/ps1.during.prom" atp_ps_completed_total job=1) -gt 0 ]] || fail "ps1: nothing completed during the job"
+    note "scraped during the job: tor0 and ps1 counting"
+    for r in 0 1 2 3; do wait_worker 1 "$r"; done
+    fragments=$(( (tensor_floats + 61) / 62 * iterations ))
+    scrape "$ps_url" "$out/ps1.after.prom"
+    completed=$(metric "$out/ps1.after.prom" atp_ps_completed_total job=1)
+    [[ $completed -eq $fragments ]] || fail "ps1 completed $completed fragments, the job has $fragments"
+    wait_aggregators_free 5
+    scrape "$tor0_url" "$out/tor0.after.prom"
+    snapshot tor0 "$out/tor0.after.json"
+    for pair in aggregated:aggregated completed:completed collisions:collisions acks:acks; do
+      from_metrics=$(metric "$out/tor0.after.prom" "atp_switch_${pair%%:*}_total")
+      from_json=$(json "$out/tor0.after.json" "d['pipeline']['${pair#*:}']")
+      [[ $from_metrics -eq $from_json ]] || fail "tor0 ${pair%%:*}: metrics $from_metrics, stats JSON $from_json"
+    done
+    for port in $(json "$out/tor0.after.json" '" ".join(p["name"] for p in d["ports"])'); do
+      rx=$(metric "$out/tor0.after.prom" atp_switch_frames_total port="$port" direction=rx)
+      from_json=$(json "$out/tor0.after.json" "[p['rx_frames'] for p in d['ports'] if p['name'] == '$port'][0]")
+      [[ $rx -eq $from_json ]] || fail "tor0 port $port rx: metrics $rx, stats JSON $from_json"
+    done
+    # Rack 0's two workers send every fragment at least once into tor0.
+    worker_rx=0
+    for port in $(json "$out/tor0.after.json" '" ".join(p["name"] for p in d["ports"] if p["name"].startswith("w"))'); do
+      worker_rx=$((worker_rx + $(metric "$out/tor0.after.prom" atp_switch_frames_total port="$port" direction=rx)))
+    done
+    [[ $worker_rx -ge $((2 * fragments)) ]] || fail "tor0 received $worker_rx frames from its workers, fewer than 2 x $fragments"
+    note "after the job: metrics equal the stats JSON; $completed fragments completed at the PS"
+    "$testbed" down --dir="$dir"
+    for f in "$out/pcap/tor0/"w*-rx-00000.pcap "$out/pcap/ps1/ps-rx-00000.pcap"; do  # not the idle probe port
+      [[ $(stat -c %s "$f") -gt 24 ]] || fail "capture $f is empty"
+    done
+    if command -v tshark >/dev/null; then
+      n=$(tshark -X lua_script:"$root/tools/wireshark/atp.lua" -r "$out/pcap/ps1/ps-rx-00000.pcap" \
+            -Y 'atpagg.job == 1' 2>/dev/null | wc -l)
+      [[ $n -gt 0 ]] || fail "tshark found no ATP frame of job 1 in the PS's capture"
+      note "the PS's capture: $n ATP frames of job 1 (tshark)"
+    fi
     ;;
   *)
     echo "run_case.sh: unknown case '$case_name'" >&2
