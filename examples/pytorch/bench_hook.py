@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 import atp
-from atp import hook, local
+from atp import hook, local, rendezvous
 
 
 class Bucket:
@@ -37,29 +37,13 @@ class Bucket:
         return 0
 
 
-def worker_options(job, rank):
-    w = atp.WorkerOptions()
-    w.job.job_id = job["job_id"]
-    w.job.layout = atp.RackLayout.uniform(1, job["world_size"])
-    w.job.retransmission_floor = 0.05
-    w.job.initial_retransmission_timeout = 0.05
-    w.rack, w.worker_in_rack = 0, rank
-    w.parameter_servers = [atp.DeviceAddress(a) for a in job["ps"]]
-    w.polling.spin_iterations = 0
-    w.polling.yield_iterations = 0
-    me = job["workers"][rank]
-    t = atp.TransportOptions.kernel_udp(address=me["address"], bind=me["udp_bind"],
-                                        gateway=me["udp_gateway"], whole_frame=True)
-    return w, t
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--sizes", default="16384,65536,262144", help="bucket sizes, floats")
     p.add_argument("--rounds", type=int, default=30)
     args = p.parse_args()
     with local.local_cluster(2) as cluster:
-        workers = [atp.Worker(*worker_options(cluster.job, r)) for r in range(2)]
+        workers = [atp.Worker(*rendezvous.local_worker(cluster.job, r)) for r in range(2)]
         states = [hook.AtpHookState(w, atp.AtpOptions()) for w in workers]
         print("%10s %12s %12s %8s" % ("floats", "bare (ms)", "hook (ms)", "ratio"))
         for n in [int(s) for s in args.sizes.split(",")]:

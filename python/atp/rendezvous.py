@@ -15,6 +15,7 @@ import os
 
 import atp._atp as core
 from atp import local
+from atp.options import AtpOptions
 
 STORE_KEY = "atp/job/%d"
 
@@ -43,18 +44,30 @@ def resolve(store, rank, world_size, options):
         if job["world_size"] != world_size:
             raise ValueError("the local job has %d workers, torch's world has %d"
                              % (job["world_size"], world_size))
-        me = job["workers"][rank]
-        ps, address, bind, gateway = job["ps"], me["address"], me["udp_bind"], me["udp_gateway"]
-        job_id, io_threads, racks = job["job_id"], job["io_threads"], [world_size]
-    else:
-        ps, address, bind, gateway = (options.ps_addresses, options.address, options.udp_bind,
-                                      options.udp_gateway)
-        job_id, io_threads = options.job_id, options.io_threads
-        racks = options.racks or [world_size]
-        for field, value in (("address", address), ("udp_bind", bind)):
-            if not value:
-                raise ValueError("AtpOptions.%s: needed on a real cluster (or set ATP_%s)"
-                                 % (field, field.upper()))
+        w, t = local_worker(job, rank, options)
+        return w, t, owner
+    for field in ("address", "udp_bind"):
+        if not getattr(options, field):
+            raise ValueError("AtpOptions.%s: needed on a real cluster (or set ATP_%s)"
+                             % (field, field.upper()))
+    w, t = _worker(options.job_id, options.racks or [world_size], options.io_threads,
+                   options.ps_addresses, options.address, options.udp_bind,
+                   options.udp_gateway, rank, world_size, options)
+    return w, t, owner
+
+
+def local_worker(job, rank, options=None):
+    """(WorkerOptions, TransportOptions) of rank `rank` of a local job (the
+    dict atp.local publishes), with the timing and polling of `options`
+    (AtpOptions; None: the defaults)."""
+    options = options or AtpOptions()
+    me = job["workers"][rank]
+    return _worker(job["job_id"], [job["world_size"]], job["io_threads"], job["ps"],
+                   me["address"], me["udp_bind"], me["udp_gateway"], rank,
+                   job["world_size"], options)
+
+
+def _worker(job_id, racks, io_threads, ps, address, bind, gateway, rank, world_size, options):
     if sum(racks) != world_size:
         raise ValueError("AtpOptions.racks: %s has %d workers, torch's world has %d"
                          % (racks, sum(racks), world_size))
@@ -65,8 +78,7 @@ def resolve(store, rank, world_size, options):
     w.job.scale = options.scale
     w.job.retransmission_floor = options.rto_floor_s
     w.job.initial_retransmission_timeout = max(0.02, options.rto_floor_s)
-    rack, worker_in_rack = _place(racks, rank)
-    w.rack, w.worker_in_rack = rack, worker_in_rack
+    w.rack, w.worker_in_rack = _place(racks, rank)
     w.parameter_servers = [core.DeviceAddress(a) for a in ps]
     w.polling.spin_iterations = options.spin_iterations
     w.polling.yield_iterations = options.yield_iterations
@@ -74,7 +86,7 @@ def resolve(store, rank, world_size, options):
     t = core.TransportOptions.kernel_udp(address=address, bind=bind, queues=io_threads,
                                          gateway=gateway, whole_frame=bool(gateway),
                                          base_port=w.job.base_port)
-    return w, t, owner
+    return w, t
 
 
 def _place(racks, rank):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import atp
-from atp import local
+from atp import local, rendezvous
 
 
 def exact_sum(inputs, scale=1e8):
@@ -15,21 +15,7 @@ def exact_sum(inputs, scale=1e8):
 
 
 def worker_options(job, rank, rto_floor_s=0.05):
-    w = atp.WorkerOptions()
-    w.job.job_id = job["job_id"]
-    w.job.layout = atp.RackLayout.uniform(1, job["world_size"])
-    w.job.io_threads = job["io_threads"]
-    w.job.retransmission_floor = rto_floor_s
-    w.job.initial_retransmission_timeout = max(0.02, rto_floor_s)
-    w.rack, w.worker_in_rack = 0, rank
-    w.parameter_servers = [atp.DeviceAddress(a) for a in job["ps"]]
-    w.polling.spin_iterations = 0
-    w.polling.yield_iterations = 0
-    me = job["workers"][rank]
-    t = atp.TransportOptions.kernel_udp(address=me["address"], bind=me["udp_bind"],
-                                        queues=job["io_threads"], gateway=me["udp_gateway"],
-                                        whole_frame=True)
-    return w, t
+    return rendezvous.local_worker(job, rank, atp.AtpOptions(rto_floor_s=rto_floor_s))
 
 
 @pytest.fixture(scope="module")
