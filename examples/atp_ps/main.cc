@@ -72,7 +72,8 @@ nlohmann::json PsStatsJson(const ParameterServerStats& s) {
           {"fp_completed", s.fp_completed},
           {"collisions_rehashed", s.collisions_rehashed},
           {"overflow_requests", s.overflow_requests},
-          {"orphans_released", s.orphans_released}};
+          {"orphans_released", s.orphans_released},
+          {"ce_to_ecn", s.ce_to_ecn}};
 }
 
 class StatsWriter {
