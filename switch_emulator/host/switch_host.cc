@@ -162,7 +162,8 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
   for (size_t k = 0; k < n; ++k) {
     if (k + kPrefetchDistance < n) pipeline_.PrefetchAggregator(rx_[k + kPrefetchDistance].bytes());
     const FrameRef& frame = rx_[k];
-    const uint32_t depth = DepthFor(in_port, frame);
+    UnicastRoute route;
+    const uint32_t depth = DepthFor(in_port, frame, &route);
     const Decision d = pipeline_.Process(frame.bytes(), now, depth);
     switch (d.verdict) {
       case Verdict::kAbsorbed:
@@ -187,8 +188,10 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
         const uint32_t dst = LoadBig32(ip + 16);
         if (d.verdict == Verdict::kForward && IsMulticastAddress(dst)) {
           Multicast(in_port, frame, dst);
+        } else if (route.looked_up && route.dst == dst) {  // the lookup DepthFor made
+          Unicast(in_port, frame, route.port);
         } else {
-          Unicast(in_port, frame, dst);
+          Unicast(in_port, frame, options_.routes.Lookup(dst));
         }
         break;
       }
@@ -199,7 +202,7 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
   release_count_ = 0;
 }
 
-uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame) {
+uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, UnicastRoute* route) {
   const uint8_t* ip = Ipv4Header(frame);
   if (ip == nullptr) return 0;
   const uint32_t dst = LoadBig32(ip + 16);
@@ -213,6 +216,7 @@ uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame) {
     return depth;
   }
   const std::optional<uint32_t> port = options_.routes.Lookup(dst);
+  *route = UnicastRoute{true, dst, port};
   if (!port || *port == in_port || *port >= ports_.size()) return 0;
   return EgressDepth(*port, EgressQueue(frame, *port));
 }
@@ -239,8 +243,8 @@ void SwitchHost::MarkForwarded(const FrameRef& frame, uint32_t depth) {
   ++routing_.ce_marked;
 }
 
-void SwitchHost::Unicast(uint32_t in_port, const FrameRef& frame, uint32_t dst) {
-  const std::optional<uint32_t> port = options_.routes.Lookup(dst);
+void SwitchHost::Unicast(uint32_t in_port, const FrameRef& frame,
+                         std::optional<uint32_t> port) {
   if (!port) {
     ++routing_.unroutable;
     Release(frame);

@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -145,11 +146,18 @@ class SwitchHost {
 
   size_t PollQueues(uint32_t port, TimePoint now);
   void HandleBurst(uint32_t in_port, size_t n, TimePoint now);
+  // UnicastRoute: the route lookup DepthFor made for a unicast destination,
+  // so that routing the frame after the pipeline does not look it up again.
+  struct UnicastRoute {
+    bool looked_up = false;
+    uint32_t dst = 0;
+    std::optional<uint32_t> port;
+  };
   // DepthFor: the ECN depth toward where `frame` will go.
-  uint32_t DepthFor(uint32_t in_port, const transport::FrameRef& frame);
+  uint32_t DepthFor(uint32_t in_port, const transport::FrameRef& frame, UnicastRoute* route);
   uint32_t EgressDepth(uint32_t port, uint32_t queue);
   void MarkForwarded(const transport::FrameRef& frame, uint32_t depth);
-  void Unicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t dst);
+  void Unicast(uint32_t in_port, const transport::FrameRef& frame, std::optional<uint32_t> port);
   void Multicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t group);
   uint32_t EgressQueue(const transport::FrameRef& frame, uint32_t port) const;
   void Stage(uint32_t port, uint32_t queue, const transport::FrameRef& frame);
