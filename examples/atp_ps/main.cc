@@ -79,7 +79,8 @@ nlohmann::json PsStatsJson(const ParameterServerStats& s) {
           {"fp_completed", s.fp_completed},
           {"collisions_rehashed", s.collisions_rehashed},
           {"overflow_requests", s.overflow_requests},
-          {"orphans_released", s.orphans_released}};
+          {"orphans_released", s.orphans_released},
+          {"ce_to_ecn", s.ce_to_ecn}};
 }
 
 // AggregationLine: "is it aggregating?" since `before`: of the fragments

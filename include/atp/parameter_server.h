@@ -52,6 +52,8 @@ struct ParameterServerStats {
   uint64_t frames_received = 0;  // frames handed to the PS
   uint64_t decode_errors = 0;    // rejected by wire::DecodeFrame / DecodeMessage
   uint64_t frames_sent = 0;      // parameter packets and overflow requests, per copy
+  uint64_t ce_to_ecn = 0;        // gradient frames marked CE on the way (by a switch
+                                 // that only forwarded them): their ecn bit set
   uint64_t tx_dropped = 0;       // frames not sent: no transmit buffer or no room (the
                                  // workers' resends recover them)
   // Messages given to the engine, by outcome (see lib/ps/ps_counters.h): every

@@ -21,6 +21,7 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.frames_received += s.frames_received;
   total.decode_errors += s.decode_errors;
   total.frames_sent += s.frames_sent;
+  total.ce_to_ecn += s.ce_to_ecn;
   total.tx_dropped += s.tx_dropped;
   total.gradients += s.gradients;
   total.contributions += s.contributions;
@@ -133,7 +134,7 @@ class EmbeddedParameterServerImpl {
         wire::DecodeFrame(frame, options_.base_port, &fields, &message.payload);
     if (error != wire::DecodeError::kOk) return Reject(error);
     message.header = fields.header;
-    Handle(message, sink);
+    Handle(message, sink, &fields);
     return error;
   }
 
@@ -183,7 +184,9 @@ class EmbeddedParameterServerImpl {
     return error;
   }
 
-  void Handle(const wire::AtpMessage& message, FrameSink& sink) {
+  // Handle: `fields`, when the message came in a frame, carries its IPv4 TOS.
+  void Handle(wire::AtpMessage& message, FrameSink& sink,
+              const wire::FrameFields* fields = nullptr) {
     // A queue another PS serves goes to shard 0, whose engine counts it
     // (wrong_shard).
     const int index = runtime::ShardOfQueue(options_, message.header.queue());
@@ -191,6 +194,7 @@ class EmbeddedParameterServerImpl {
     const TimePoint now = runtime::MonotonicNow();
     std::lock_guard<std::mutex> lock(shard.mu);
     ++shard.frames_received;
+    if (fields != nullptr) shard.engine->CarryCongestion(*fields, message);
     shard.engine->OnMessage(message, now, sink);
   }
 

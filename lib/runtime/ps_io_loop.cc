@@ -49,6 +49,7 @@ StepResult PsIoLoop::Step(TimePoint now) {
           continue;
         }
         rx_message_.header = rx_fields_.header;
+        shard_->CarryCongestion(rx_fields_, rx_message_);
         shard_->OnMessage(rx_message_, now, *this);
       }
       transport::ReleaseFrames(std::span(rx_).first(n));

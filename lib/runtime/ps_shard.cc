@@ -50,6 +50,7 @@ void PsShard::Encoder::Send(const wire::AtpMessage& message) {
 void PsShard::AddTo(ParameterServerStats& stats) const {
   const ps::PsCounters& c = engine_.counters();
   stats.frames_sent += frames_sent_;
+  stats.ce_to_ecn += ce_to_ecn_;
   stats.gradients += c.gradients;
   stats.contributions += c.contributions;
   stats.duplicates += c.duplicates;

@@ -41,6 +41,18 @@ class PsShard {
   // before it returns.
   void OnMessage(const wire::AtpMessage& message, TimePoint now, FrameSink& sink);
 
+  // CarryCongestion: a gradient frame marked CE by a switch that only
+  // forwarded it (the IPv4 TOS of `fields`) sets the ATP ecn bit of its
+  // message, as the switch pipeline sets it on what it aggregates, so the
+  // parameter packet tells the workers' congestion control either way
+  // (ATP-SPEC 7). Call it between decoding a frame and OnMessage.
+  void CarryCongestion(const wire::FrameFields& fields, wire::AtpMessage& message) {
+    if (fields.ip_tos == wire::kTosCe && !message.header.ecn) {
+      message.header.ecn = true;
+      ++ce_to_ecn_;
+    }
+  }
+
   // ScanOrphans: the engine's orphan scan (ps::PsEngine::ScanOrphans): frees
   // partial state untouched for longer than the orphan timeout. Sends nothing.
   size_t ScanOrphans(TimePoint now, size_t budget) { return engine_.ScanOrphans(now, budget); }
@@ -73,6 +85,7 @@ class PsShard {
   alignas(64) std::array<uint8_t, wire::kFrameBytes> frame_{};
   Encoder encoder_{this};
   uint64_t frames_sent_ = 0;
+  uint64_t ce_to_ecn_ = 0;
 };
 
 }  // namespace atp::runtime

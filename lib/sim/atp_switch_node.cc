@@ -1,30 +1,69 @@
 #include "lib/sim/atp_switch_node.h"
 
-#include <algorithm>
+#include <cstdlib>
+#include <utility>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "lib/sim/addressing.h"
-#include "lib/sim/packet_filter.h"
-#include "lib/wire/frame_view.h"
 
 namespace atp::sim {
+namespace {
 
-using switch_emulator::Decision;
-using switch_emulator::Verdict;
+// Check: the tables and ports the topology builds are valid by construction;
+// a failure here is a bug in the simulator, not an input error.
+void Check(const absl::Status& status) {
+  if (!status.ok()) std::abort();
+}
 
-AtpSwitchNode::AtpSwitchNode(std::string name, Simulator* sim,
+std::unique_ptr<switchd::SwitchHost> MakeHost(std::string name,
+                                              switch_emulator::SwitchPipeline pipeline,
+                                              uint32_t ecn_threshold, uint16_t base_port) {
+  switchd::SwitchHostOptions options;
+  options.name = std::move(name);
+  options.pipeline.ecn_threshold = ecn_threshold;
+  options.pipeline.base_port = base_port;
+  options.max_burst = 32;
+  // Each scan visits every aggregator; the node runs one per scan period.
+  options.orphan_scan_budget = pipeline.aggregators().size() > 0 ? pipeline.aggregators().size() : 1;
+  options.orphan_scan_interval = TimeDelta::Zero();
+  options.depth_at_each_frame = true;  // a link's depth at the frame, as a switch sees it
+  auto host = switchd::SwitchHost::Create(std::move(options), {}, std::move(pipeline));
+  Check(host.status());
+  return *std::move(host);
+}
+
+}  // namespace
+
+void SwitchTables::AddRoute(uint32_t ip, int port) {
+  Check(host_->routes().Set(wire::Ipv4Address{ip}, 32, static_cast<uint32_t>(port)));
+}
+
+void SwitchTables::SetDefaultPort(int port) {
+  Check(host_->routes().Set(wire::Ipv4Address{0}, 0, static_cast<uint32_t>(port)));
+}
+
+void SwitchTables::AddGroupMember(uint32_t group, int port) {
+  Check(host_->multicast().AddMember(wire::Ipv4Address{GroupIp(group)}, static_cast<uint32_t>(port)));
+}
+
+AtpSwitchNode::AtpSwitchNode(std::string name, Simulator* sim, PacketPool* pool,
                              switch_emulator::SwitchPipeline pipeline,
-                             TimeDelta orphan_scan_period, uint32_t ecn_threshold)
-    : Node(std::move(name)),
+                             TimeDelta orphan_scan_period, uint32_t ecn_threshold,
+                             uint16_t base_port)
+    : Node(name),
       sim_(sim),
-      pipeline_(std::move(pipeline)),
+      pool_(pool),
+      base_port_(base_port),
       scan_period_(orphan_scan_period > TimeDelta::Zero() ? orphan_scan_period
                                                           : TimeDelta::FromMilliseconds(1)),
-      ecn_threshold_(ecn_threshold) {}
+      host_(MakeHost(std::move(name), std::move(pipeline), ecn_threshold, base_port)),
+      tables_(host_.get()) {}
 
 AtpSwitchNode::~AtpSwitchNode() { sim_->Unschedule(this); }
 
 size_t AtpSwitchNode::AggregatorsOwnedBy(uint8_t job) const {
-  const auto& array = pipeline_.aggregators();
+  const auto& array = pipeline().aggregators();
   size_t owned = 0;
   for (size_t i = 0; i < array.size(); ++i) {
     const auto& state = array.state(i);
@@ -33,73 +72,30 @@ size_t AtpSwitchNode::AggregatorsOwnedBy(uint8_t job) const {
   return owned;
 }
 
-uint32_t AtpSwitchNode::EgressDepth(const Packet& packet, uint32_t dst) const {
-  if (IsGroupIp(dst) || ClassOf(packet) == TrafficClass::kParameterPackets) {
-    uint32_t depth = 0;
-    for (int p : table_.GroupPorts(GroupOfIp(dst))) depth = std::max(depth, port(p)->QueueDepth());
-    return depth;
+void AtpSwitchNode::SyncPorts() {
+  while (sim_ports_.size() < static_cast<size_t>(port_count())) {
+    const int index = static_cast<int>(sim_ports_.size());
+    transport::DeviceAddress address;
+    sim_ports_.push_back(std::make_unique<SimPort>(pool_, port(index), address, base_port_));
+    Check(host_->AddPort({absl::StrCat(name(), "/", index), sim_ports_.back().get()}));
   }
-  const int out = table_.Lookup(dst);
-  return out == ForwardingTable::kNoRoute ? 0 : port(out)->QueueDepth();
-}
-
-void AtpSwitchNode::Route(PacketPtr packet, int in_port, uint32_t dst) {
-  if (IsGroupIp(dst)) {
-    const int queued = SendToPorts(std::move(packet), table_.GroupPorts(GroupOfIp(dst)), in_port);
-    if (queued == 0) ++counters_.no_route;
-    counters_.forwarded += static_cast<uint64_t>(queued);
-    return;
-  }
-  const int out = table_.Lookup(dst);
-  if (out == ForwardingTable::kNoRoute || out == in_port) {
-    ++counters_.no_route;
-    return;
-  }
-  counters_.forwarded += port(out)->Send(std::move(packet)) == SendResult::kQueued;
 }
 
 void AtpSwitchNode::Receive(PacketPtr packet, int port, TimePoint now) {
-  ++counters_.received;
-  const uint32_t dst = DstIpOf(*packet);
-  const uint32_t depth = EgressDepth(*packet, dst);
-  const Decision decision = pipeline_.Process(packet->bytes, now, depth);
-  ++counters_.by_verdict[static_cast<size_t>(decision.verdict)];
-  switch (decision.verdict) {
-    case Verdict::kAbsorbed:
-    case Verdict::kMalformed:
-      break;
-    case Verdict::kToPs:
-      Route(std::move(packet), port, dst);
-      break;
-    case Verdict::kForward: {
-      wire::FrameView view(packet->bytes.data());
-      if (depth > ecn_threshold_ && (view.ip_tos() & 0x03) != 0 && (view.ip_tos() & 0x03) != 3) {
-        view.MarkCongestionExperienced();
-        ++counters_.ce_marked;
-      }
-      Route(std::move(packet), port, dst);
-      break;
-    }
-    case Verdict::kMulticast: {
-      const int queued =
-          SendToPorts(std::move(packet), table_.GroupPorts(decision.multicast_group), port);
-      if (queued == 0) ++counters_.no_route;
-      counters_.forwarded += static_cast<uint64_t>(queued);
-      break;
-    }
-  }
+  if (sim_ports_.size() != static_cast<size_t>(port_count())) SyncPorts();
+  sim_ports_[static_cast<size_t>(port)]->Deliver(std::move(packet));
+  host_->PollPort(static_cast<uint32_t>(port), now);
   MaybeScheduleScan(now);
 }
 
 void AtpSwitchNode::MaybeScheduleScan(TimePoint now) {
-  if (pipeline_.aggregators_in_use() > 0 && scheduled_time().IsInfinite()) {
+  if (pipeline().aggregators_in_use() > 0 && scheduled_time().IsInfinite()) {
     sim_->Schedule(this, now + scan_period_);
   }
 }
 
 void AtpSwitchNode::Act(TimePoint now) {
-  ++counters_.orphan_scans;
-  pipeline_.ScanOrphans(now, pipeline_.aggregators().size());
+  host_->ScanOrphansIfDue(now);
   MaybeScheduleScan(now);
 }
 

@@ -1,55 +1,59 @@
-// lib/sim/atp_switch_node.h: an ATP switch: the real switch pipeline
-// (switch_emulator/pipeline) bound to simulated ports.
+// lib/sim/atp_switch_node.h: an ATP switch in the simulator: the product's
+// switch host (switch_emulator/host/switch_host.h, what atp-switchd runs)
+// over simulated ports (lib/sim/sim_port.h).
 //
-// For each frame the node finds the egress the frame would take (the group's
-// ports for a parameter packet, the route toward the destination otherwise),
-// gives the pipeline that queue's depth for ECN marking, and acts on its
-// Decision: kToPs and kForward follow the route, kMulticast goes to the ports
-// of Decision::multicast_group, kAbsorbed and kMalformed end there. With
-// aggregators in use it also scans for orphans periodically, as a switch's
-// idle loop would, so they are freed even when traffic stops. Frames the
-// pipeline leaves alone (kForward: jobs this switch does not aggregate) get
-// the CE marking any ECN-capable switch gives them.
+// A frame that arrives on port i is delivered to that port's SimPort and the
+// host polls it at once (PollPort): the pipeline's verdict, routing by the
+// host's tables, multicast, ECN (the host gives the pipeline the depth of the
+// link the frame will leave by, and marks CE on frames it only forwards) are
+// all the host's. With aggregators in use the node also runs the host's
+// orphan scan periodically, as the daemon's idle rounds would, so they are
+// freed even when traffic stops.
 #ifndef ATP_LIB_SIM_ATP_SWITCH_NODE_H_
 #define ATP_LIB_SIM_ATP_SWITCH_NODE_H_
 
-#include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
-#include "lib/sim/forwarding_table.h"
 #include "lib/sim/node.h"
+#include "lib/sim/sim_port.h"
 #include "lib/sim/simulator.h"
+#include "switch_emulator/host/switch_host.h"
 #include "switch_emulator/pipeline/pipeline.h"
 
 namespace atp::sim {
 
-struct AtpSwitchCounters {
-  uint64_t received = 0;
-  std::array<uint64_t, 5> by_verdict{};  // [switch_emulator::Verdict]
-  uint64_t forwarded = 0;                // frames queued on egress links (copies included)
-  uint64_t no_route = 0;
-  uint64_t orphan_scans = 0;
-  uint64_t ce_marked = 0;  // kForward frames CE-marked by the node
+// SwitchTables: how the topology fills a switch's forwarding tables (the
+// host's RouteTable and MulticastTable): hosts by address, a default port,
+// and the member ports of each job's group (GroupIp(group)).
+class SwitchTables {
+ public:
+  explicit SwitchTables(switchd::SwitchHost* host) : host_(host) {}
+  void AddRoute(uint32_t ip, int port);
+  void SetDefaultPort(int port);
+  void AddGroupMember(uint32_t group, int port);
 
-  uint64_t verdict(switch_emulator::Verdict v) const {
-    return by_verdict[static_cast<size_t>(v)];
-  }
+ private:
+  switchd::SwitchHost* host_;
 };
 
 class AtpSwitchNode : public Node, public Actor {
  public:
-  // `sim` outlives the node. `orphan_scan_period`: how often the idle scan
-  // runs while aggregators are in use (a quarter of the orphan timeout is a
-  // good choice). `ecn_threshold`: the pipeline's, for CE on kForward frames.
-  AtpSwitchNode(std::string name, Simulator* sim, switch_emulator::SwitchPipeline pipeline,
-                TimeDelta orphan_scan_period, uint32_t ecn_threshold);
+  // `sim` and `pool` outlive the node. `orphan_scan_period`: how often the
+  // idle scan runs while aggregators are in use (a quarter of the orphan
+  // timeout is a good choice). `ecn_threshold`: the pipeline's, for CE on
+  // kForward frames. The pipeline's jobs name GroupIp(job) as their group.
+  AtpSwitchNode(std::string name, Simulator* sim, PacketPool* pool,
+                switch_emulator::SwitchPipeline pipeline, TimeDelta orphan_scan_period,
+                uint32_t ecn_threshold, uint16_t base_port);
   ~AtpSwitchNode() override;
 
-  ForwardingTable& table() { return table_; }
-  switch_emulator::SwitchPipeline& pipeline() { return pipeline_; }
-  const switch_emulator::SwitchPipeline& pipeline() const { return pipeline_; }
-  const AtpSwitchCounters& counters() const { return counters_; }
+  SwitchTables& table() { return tables_; }
+  switch_emulator::SwitchPipeline& pipeline() { return host_->pipeline(); }
+  const switch_emulator::SwitchPipeline& pipeline() const { return host_->pipeline(); }
+  const switchd::SwitchHost& host() const { return *host_; }
 
   // AggregatorsOwnedBy: aggregators now claimed by `job` (a linear scan).
   size_t AggregatorsOwnedBy(uint8_t job) const;
@@ -59,18 +63,17 @@ class AtpSwitchNode : public Node, public Actor {
   void Act(TimePoint now) override;
 
  private:
-  // EgressDepth: the depth of the queue the frame will leave by (the deepest
-  // of a group's ports for a parameter packet).
-  uint32_t EgressDepth(const Packet& packet, uint32_t dst) const;
-  void Route(PacketPtr packet, int in_port, uint32_t dst);
+  // SyncPorts: a SimPort (and a host port) for each port the network added.
+  void SyncPorts();
   void MaybeScheduleScan(TimePoint now);
 
   Simulator* sim_;
-  switch_emulator::SwitchPipeline pipeline_;
+  PacketPool* pool_;
+  uint16_t base_port_;
   TimeDelta scan_period_;
-  uint32_t ecn_threshold_;
-  ForwardingTable table_;
-  AtpSwitchCounters counters_;
+  std::unique_ptr<switchd::SwitchHost> host_;
+  SwitchTables tables_;
+  std::vector<std::unique_ptr<SimPort>> sim_ports_;  // [port]
 };
 
 }  // namespace atp::sim

@@ -15,7 +15,6 @@
 
 #include "lib/protocol/job_shape.h"
 #include "lib/sim/atp_switch_node.h"
-#include "lib/sim/forwarding_switch.h"
 #include "lib/sim/link.h"
 #include "lib/sim/packet.h"
 #include "lib/sim/ps_node.h"
@@ -66,7 +65,7 @@ class Network {
   // one-rack network).
   int ps_rack() const { return ps_rack_; }
   // core: the core switch, or null in a one-rack network.
-  ForwardingSwitch* core() const { return core_.get(); }
+  AtpSwitchNode* core() const { return core_.get(); }
 
   const std::vector<std::unique_ptr<Link>>& links() const { return links_; }
   std::vector<Link*> LinksOfKind(LinkKind kind) const;
@@ -79,7 +78,7 @@ class Network {
   std::pair<int, int> Connect(Node* a, Node* b, const LinkConfig& a_to_b, LinkKind kind_a_to_b,
                               const LinkConfig& b_to_a, LinkKind kind_b_to_a);
   std::vector<std::unique_ptr<AtpSwitchNode>>& mutable_tors() { return tors_; }
-  std::unique_ptr<ForwardingSwitch>& mutable_core() { return core_; }
+  std::unique_ptr<AtpSwitchNode>& mutable_core() { return core_; }
   std::vector<std::unique_ptr<WorkerNode>>& mutable_workers() { return workers_; }
   std::vector<std::unique_ptr<PsNode>>& mutable_ps() { return ps_nodes_; }
   std::vector<JobNodes>& mutable_jobs() { return jobs_; }
@@ -92,7 +91,7 @@ class Network {
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<LinkKind> link_kinds_;
   std::vector<std::unique_ptr<AtpSwitchNode>> tors_;
-  std::unique_ptr<ForwardingSwitch> core_;
+  std::unique_ptr<AtpSwitchNode> core_;
   std::vector<std::unique_ptr<WorkerNode>> workers_;
   std::vector<std::unique_ptr<PsNode>> ps_nodes_;
   std::vector<JobNodes> jobs_;

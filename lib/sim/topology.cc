@@ -92,11 +92,11 @@ Plan MakePlan(const TopologyConfig& config) {
         ps_tor_listed = true;
       }
       plan.tor_jobs[static_cast<size_t>(p)].push_back(
-          JobConfig{.job = job.job, .levels = levels, .multicast_group = job.job});
+          JobConfig{.job = job.job, .levels = levels, .multicast_group = GroupIp(job.job)});
     }
     if (level2 && !ps_tor_listed) {
       plan.tor_jobs[static_cast<size_t>(plan.ps_rack)].push_back(
-          JobConfig{.job = job.job, .levels = JobLevels::kLevel2, .multicast_group = job.job});
+          JobConfig{.job = job.job, .levels = JobLevels::kLevel2, .multicast_group = GroupIp(job.job)});
     }
     plan.shapes.push_back(std::move(shape));
     plan.shape_racks.push_back(std::move(racks));
@@ -149,12 +149,20 @@ absl::StatusOr<std::unique_ptr<Network>> BuildNetwork(const TopologyConfig& conf
     ATP_ASSIGN_OR_RETURN(SwitchPipeline pipeline,
                          MakePipeline(config, plan.tor_jobs[static_cast<size_t>(p)], p));
     net->mutable_tors().push_back(std::make_unique<AtpSwitchNode>(
-        absl::StrCat("tor", p), &net->sim(), std::move(pipeline), scan_period,
-        config.switches.ecn_threshold));
+        absl::StrCat("tor", p), &net->sim(), &net->pool(), std::move(pipeline), scan_period,
+        config.switches.ecn_threshold, config.base_port));
   }
   if (plan.racks > 1) {
-    net->mutable_core() =
-        std::make_unique<ForwardingSwitch>("core", config.switches.ecn_threshold);
+    // The core aggregates no job: the switch host with an empty job table,
+    // as atp-switchd runs a core (it forwards, and marks CE past the threshold).
+    PipelineConfig core_config;
+    core_config.aggregator_count = 1;
+    core_config.ecn_threshold = config.switches.ecn_threshold;
+    core_config.base_port = config.base_port;
+    ATP_ASSIGN_OR_RETURN(SwitchPipeline core_pipeline, SwitchPipeline::Create(core_config));
+    net->mutable_core() = std::make_unique<AtpSwitchNode>(
+        "core", &net->sim(), &net->pool(), std::move(core_pipeline), scan_period,
+        config.switches.ecn_threshold, config.base_port);
   }
 
   // Hosts, and the ToR side of their tables.
@@ -223,7 +231,7 @@ absl::StatusOr<std::unique_ptr<Network>> BuildNetwork(const TopologyConfig& conf
   }
 
   // The fabric: every ToR to the core.
-  if (ForwardingSwitch* core = net->core()) {
+  if (AtpSwitchNode* core = net->core()) {
     for (int p = 0; p < plan.racks; ++p) {
       AtpSwitchNode* tor = net->tor(p);
       const auto [tor_port, core_port] =

@@ -83,6 +83,7 @@ nlohmann::json ToJson(const SwitchdStats& stats) {
       {"no_multicast_ports", stats.routing.no_multicast_ports},
       {"hairpin", stats.routing.hairpin},
       {"multicast", stats.routing.multicast},
+      {"ce_marked", stats.routing.ce_marked},
   };
   j["poll_rounds"] = stats.poll_rounds;
   return j;

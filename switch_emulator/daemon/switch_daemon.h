@@ -13,19 +13,9 @@
 //
 // Tests call PollRound(now) on their own thread instead of Start().
 //
-// What happens to a received frame (Process on the pipeline, then):
-//   kAbsorbed, kMalformed     -> released (counted by the pipeline; malformed per port too)
-//   kToPs, kForward (unicast) -> the port of the longest route for its IPv4 destination
-//   kForward to 224.0.0.0/4   -> the multicast table's ports for that destination
-//   kMulticast                -> the multicast table's ports for the job's group
-// Never back out of the port it came in on. Multicast copies come from each
-// egress queue's tx_pool (the original goes to the last port). Egress queue:
-// UDP destination port - base_port, modulo the egress port's queue count.
-// The ECN depth handed to the pipeline is what the egress queue still held at
-// its last Flush (frames waiting for room at the next hop). Frames a port
-// refuses after tx_attempts tries are dropped and counted; none is leaked.
-// Frames are forwarded with their Ethernet header unchanged (the endpoints
-// address them to their final destination's MAC).
+// The datapath is the switch host (switch_emulator/host/switch_host.h: what
+// happens to each frame, ECN, drops); this class only adds the thread, the
+// clock and the statistics snapshots.
 //
 // Threads: the devices' queues belong to the datapath thread between Start
 // and Stop (to the PollRound caller otherwise). Stats() may be called from
@@ -48,17 +38,15 @@
 #include "atp/options.h"
 #include "atp/time.h"
 #include "atp/transport.h"
-#include "switch_emulator/daemon/routing.h"
-#include "switch_emulator/daemon/stats.h"
+#include "switch_emulator/host/routing.h"
+#include "switch_emulator/host/switch_host.h"
+#include "switch_emulator/host/switch_host_stats.h"
 #include "switch_emulator/pipeline/pipeline.h"
 
 namespace atp::switchd {
 
 // DaemonPort: a port and the device behind it (not owned; outlives the daemon).
-struct DaemonPort {
-  std::string name;
-  transport::Device* device = nullptr;
-};
+using DaemonPort = HostPort;
 
 struct SwitchDaemonOptions {
   std::string name = "atp-switchd";
@@ -106,56 +94,17 @@ class SwitchDaemon {
   SwitchdStats Stats();
 
   // pipeline: for tests, only while not running.
-  const switch_emulator::SwitchPipeline& pipeline() const { return pipeline_; }
+  const switch_emulator::SwitchPipeline& pipeline() const { return host_->pipeline(); }
 
  private:
-  struct Port {
-    std::string name;
-    transport::Device* device = nullptr;
-    uint32_t queues = 0;
-    PortCounters counters;
-  };
-  // Staging: frames waiting to be sent on one (port, queue), at most max_burst.
-  struct Staging {
-    std::vector<transport::FrameRef> frames;
-    size_t count = 0;
-  };
-
-  SwitchDaemon(SwitchDaemonOptions options, std::vector<Port> ports,
-               switch_emulator::SwitchPipeline pipeline);
+  SwitchDaemon(SwitchDaemonOptions options, std::unique_ptr<SwitchHost> host);
 
   void Run();
-  void HandleBurst(uint32_t in_port, size_t n, TimePoint now);
-  // DepthFor: the ECN depth toward where `frame` will go.
-  uint32_t DepthFor(uint32_t in_port, const transport::FrameRef& frame) const;
-  void Unicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t dst);
-  void Multicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t group);
-  uint32_t EgressQueue(const transport::FrameRef& frame, uint32_t port) const;
-  void Stage(uint32_t port, uint32_t queue, const transport::FrameRef& frame);
-  void TransmitStaged();
-  void Transmit(size_t slot);
-  void Release(const transport::FrameRef& frame);
-  void FlushAll();
   SwitchdStats Collect() const;
 
-  static size_t Slot(uint32_t port, uint32_t queue) {
-    return size_t{port} * transport::kMaxQueues + queue;
-  }
-
   SwitchDaemonOptions options_;
-  std::vector<Port> ports_;
-  switch_emulator::SwitchPipeline pipeline_;
+  std::unique_ptr<SwitchHost> host_;
   TimePoint started_;
-  RoutingCounters routing_;
-  uint64_t poll_rounds_ = 0;
-
-  // Datapath scratch, sized at Create.
-  std::vector<transport::FrameRef> rx_;
-  std::vector<transport::FrameRef> release_;
-  size_t release_count_ = 0;
-  std::vector<Staging> staging_;     // [Slot(port, queue)]
-  std::vector<size_t> touched_;      // slots with staged frames
-  std::vector<uint32_t> held_;       // [Slot(port, queue)]: Flush's last answer
 
   // Thread and snapshots.
   std::thread thread_;

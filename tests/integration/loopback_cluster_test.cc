@@ -1,5 +1,5 @@
-// Whole jobs as threads over the loopback wire, with the ATP switch pipelines
-// in the wire's frame processor: every result is exact (ATP-SPEC section 8.1:
+// Whole jobs as threads over the loopback wire, with ATP switch hosts (what
+// atp-switchd runs) in the wire's frame processor: every result is exact (ATP-SPEC section 8.1:
 // the dequantized exact int32 sum, or the float32 overflow result) and
 // bit-identical on every worker (8.2), with two levels of switches, one
 // switch, or none; with loss; with the switches losing their state; with two
@@ -97,6 +97,30 @@ TEST(LoopbackClusterTest, WithoutSwitchesThePsDoesAllTheAggregation) {
   EXPECT_TRUE(EventuallyPsStats(*cluster, 0, 0, [](const ParameterServerStats& ps) {
     return ps.completed > 0 && ps.contributions >= ps.completed * 4;
   }));
+}
+
+// ECN end to end through the product's hosts: the fabric's switch hosts
+// aggregate nothing (as atp-switchd forwards a job it does not aggregate)
+// and mark CE on a gradient whenever the PS's receive queue holds a frame
+// (threshold 0; 4 workers send 3,000 fragments each into one PS queue); the
+// PS carries CE into the ATP ecn bit; the workers see marked parameter
+// packets (their congestion control's signal), and every result is exact.
+TEST(LoopbackClusterTest, ForwardingSwitchesMarkCeAndThePsCarriesItToTheWorkers) {
+  LocalClusterOptions options;
+  options.aggregation = FabricAggregation::kForwardOnly;
+  options.ecn_threshold = 0;
+  options.jobs.push_back(Job(5, /*racks=*/2, /*workers_per_rack=*/2, /*io_threads=*/1));
+  auto cluster = Make(options);
+  ASSERT_NE(cluster, nullptr);
+  EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = {62 * 3000}, .seed = 5}));
+  uint64_t marks = 0;
+  for (size_t w = 0; w < cluster->num_workers(0); ++w) marks += cluster->worker(0, w).stats().ecn_marks;
+  EXPECT_GT(marks, 0u);
+  EXPECT_TRUE(EventuallyPsStats(*cluster, 0, 0, [](const ParameterServerStats& ps) {
+    return ps.ce_to_ecn > 0 && ps.contributions >= ps.completed * 4;
+  }));
+  // Nothing aggregated in the switches.
+  for (const auto& sw : cluster->fabric()->stats().switches) EXPECT_EQ(sw.aggregated, 0u);
 }
 
 TEST(LoopbackClusterTest, LossOnEveryHopStillGivesExactResults) {

@@ -25,6 +25,12 @@
 #                   worker's fragments into tor0), and the captures hold ATP
 #                   frames (counted by tshark with tools/wireshark/atp.lua
 #                   when tshark is there)
+#   ecn             every switch's ECN threshold 0 (a mark whenever the egress
+#                   queue held a frame at its last flush): the job is exact and
+#                   the workers saw marked parameter packets (their congestion
+#                   control's signal); the core's CE marks (it aggregates
+#                   nothing) and the PS's CE-to-ecn count are printed. memif
+#                   only: a kernel UDP port has no queue depth (docs/switchd.md).
 #   garbage         malformed ATP frames sent into tor0's probe port: each one
 #                   counted (wrong length: by the port's transport; the others
 #                   by the pipeline, per DecodeError reason; all in the port's
@@ -227,6 +233,34 @@ case "$case_name" in
     note "job 2 stopped; waiting for the orphan timeout (${orphan_ms} ms) to free its aggregators"
     # 2 s beyond the timeout: a stats snapshot (SIGUSR1, a file write) per switch on a busy machine.
     wait_aggregators_free 2
+    ;;
+  ecn)
+    if [[ "$variant" != memif ]]; then
+      failed=0
+      echo "SKIP: only memif ports have a queue depth a switch reads (docs/switchd.md)"
+      exit 77
+    fi
+    up --jobs=1 --ecn_threshold=0
+    run_job 1
+    marks=0
+    for r in 0 1 2 3; do
+      m=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["ecn_marks"])' "$out/w1_$r.json")
+      marks=$((marks + m))
+    done
+    [[ $marks -gt 0 ]] || fail "no worker saw a marked parameter packet with ecn_threshold 0"
+    snapshot core "$out/core.json"
+    snapshot tor0 "$out/tor0.json"
+    "$testbed" stats --dir="$dir" ps1 >"$out/ps1.json"
+    ps_ce=$(/usr/bin/python3 -c 'import json,sys
+def find(d):
+    if isinstance(d, dict):
+        if "ce_to_ecn" in d: return d["ce_to_ecn"]
+        for v in d.values():
+            r = find(v)
+            if r is not None: return r
+    return None
+print(find(json.load(open(sys.argv[1]))))' "$out/ps1.json")
+    note "ecn: workers saw $marks marked parameter packets; core CE marks $(json "$out/core.json" 'd["routing"]["ce_marked"]'), tor0 pipeline marks $(json "$out/tor0.json" 'd["pipeline"]["ecn_marked"]'), PS CE to ecn $ps_ce"
     ;;
   garbage)
     up --jobs=1

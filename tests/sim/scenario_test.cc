@@ -271,7 +271,7 @@ TEST(ScenarioTest, JobsSharingABottleneckSeeEcnAndBackOff) {
   const ExperimentResult result = experiment->Run();
   ExpectAllExact(result);
   for (const JobResult& job : result.jobs) EXPECT_GT(job.ecn_marks, 0u) << +job.job;
-  EXPECT_GT(experiment->network().core()->counters().ce_marked, 0u);
+  EXPECT_GT(experiment->network().core()->host().Collect().routing.ce_marked, 0u);
   // The windows came down: no frame was lost to a full queue.
   EXPECT_EQ(result.tail_drops, 0u);
 }

@@ -49,11 +49,13 @@ class Collector : public PacketReceiver {
     int64_t time_ns;
     int port;
     wire::DecodeError decode;
+    uint8_t ip_tos;
   };
   void Receive(PacketPtr packet, int port, TimePoint now) override {
     arrivals.push_back(Arrival{PositionOf(*packet), now.ToNanoseconds(), port,
                                wire::DecodeFrame(packet->bytes, wire::kDefaultBasePort,
-                                                 nullptr, nullptr)});
+                                                 nullptr, nullptr),
+                               packet->bytes[wire::kIpv4Offset + 1]});
   }
   std::vector<Arrival> arrivals;
 };

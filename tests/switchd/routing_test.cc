@@ -1,6 +1,6 @@
 // atp-switchd's forwarding tables: longest prefix wins, the default route
 // catches the rest, multicast groups map to their ports.
-#include "switch_emulator/daemon/routing.h"
+#include "switch_emulator/host/routing.h"
 
 #include <vector>
 
@@ -69,6 +69,30 @@ TEST(MulticastTableTest, GroupsMapToTheirPorts) {
   EXPECT_EQ(groups.Ports(Ip("239.1.0.2")).size(), 1u);
   EXPECT_TRUE(groups.Ports(Ip("239.1.0.3")).empty());
   EXPECT_EQ(groups.port_limit(), 4u);
+}
+
+TEST(RouteTableTest, SetReplacesARouteOrAddsIt) {
+  RouteTable routes;
+  ASSERT_TRUE(routes.Set(Addr("10.1.0.7"), 32, 3).ok());
+  ASSERT_TRUE(routes.Set(Addr("10.1.0.7"), 32, 5).ok());
+  ASSERT_TRUE(routes.Set(Addr("0.0.0.0"), 0, 1).ok());
+  EXPECT_EQ(routes.Lookup(Ip("10.1.0.7")), 5u);
+  EXPECT_EQ(routes.Lookup(Ip("10.9.9.9")), 1u);
+  EXPECT_EQ(routes.size(), 2u);
+  EXPECT_EQ(routes.port_limit(), 6u);
+  EXPECT_FALSE(routes.Set(Addr("10.1.0.7"), 24, 1).ok());  // bits beyond the length
+}
+
+TEST(MulticastTableTest, AddMemberBuildsAGroupPortByPortInOrder) {
+  MulticastTable groups;
+  ASSERT_TRUE(groups.AddMember(Addr("239.0.0.1"), 4).ok());
+  ASSERT_TRUE(groups.AddMember(Addr("239.0.0.1"), 2).ok());
+  ASSERT_TRUE(groups.AddMember(Addr("239.0.0.1"), 4).ok());  // listed already
+  EXPECT_EQ(std::vector<uint32_t>(groups.Ports(Ip("239.0.0.1")).begin(),
+                                  groups.Ports(Ip("239.0.0.1")).end()),
+            (std::vector<uint32_t>{4, 2}));
+  EXPECT_EQ(groups.port_limit(), 5u);
+  EXPECT_FALSE(groups.AddMember(Addr("10.0.0.1"), 1).ok());
 }
 
 TEST(MulticastTableTest, RefusesBadGroups) {

@@ -541,6 +541,26 @@ TEST(SwitchDaemonBackpressureTest, RefusedFramesAreDroppedCountedAndReturned) {
   EXPECT_EQ(s.pipeline.ecn_marked, 2u);
   EXPECT_EQ(s.ports[1].tx_held, 9u);
 
+  // A frame of a job this switch only forwards is marked CE by the host (the
+  // pipeline leaves it alone): the PS turns that into the ecn bit.
+  in.queue_.Inject(Encode(w, Node("10.1.200.1"), Gradient(kOtherJob, 0, 3, 4, 0, 0), Values(1)));
+  (*daemon)->PollRound(TimePoint::FromNanoseconds(1));
+  ASSERT_EQ(out_a.queue_.taken_.size(), 2u);
+  ASSERT_EQ(wire::DecodeFrame(out_a.queue_.taken_[1].bytes(), kBase, &fields, nullptr), DecodeError::kOk);
+  EXPECT_EQ(fields.ip_tos, wire::kTosCe);
+  EXPECT_FALSE(fields.header.ecn);  // the ATP bit is the PS's to set
+  s = (*daemon)->Stats();
+  EXPECT_EQ(s.routing.ce_marked, 1u);
+  // Below the threshold nothing is marked.
+  out_a.queue_.held = 8;
+  (*daemon)->PollRound(TimePoint::FromNanoseconds(1));
+  in.queue_.Inject(Encode(w, Node("10.1.200.1"), Gradient(kOtherJob, 0, 4, 5, 0, 0), Values(1)));
+  (*daemon)->PollRound(TimePoint::FromNanoseconds(1));
+  ASSERT_EQ(out_a.queue_.taken_.size(), 3u);
+  ASSERT_EQ(wire::DecodeFrame(out_a.queue_.taken_[2].bytes(), kBase, &fields, nullptr), DecodeError::kOk);
+  EXPECT_EQ(fields.ip_tos, wire::kTosEct0);
+  EXPECT_EQ((*daemon)->Stats().routing.ce_marked, 1u);
+
   daemon->reset();
   for (StuckDevice* d : {&in, &out_a, &out_b}) {
     transport::ReleaseFrames(d->queue_.taken_);

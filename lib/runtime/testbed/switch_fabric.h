@@ -1,7 +1,8 @@
 // lib/runtime/testbed/switch_fabric.h: ATP switches inside an in-process
-// LoopbackWire: the switch pipeline (ATP-SPEC section 4) as the wire's frame
-// processor, for tests, examples and benchmarks that run workers and
-// parameter servers as threads of one process.
+// LoopbackWire: switch hosts (switch_emulator/host/switch_host.h, what
+// atp-switchd runs) as the wire's frame processor, for tests, examples and
+// benchmarks that run workers and parameter servers as threads of one
+// process.
 //
 //   SwitchFabricOptions options;
 //   options.aggregation = FabricAggregation::kTwoLevel;
@@ -18,9 +19,16 @@
 //
 // Paths: a gradient goes worker -> ToR(rack) -> ToR(PS rack) -> its
 // destination (routed by IPv4); a parameter packet (destination: a job's
-// group) goes PS -> ToR(PS rack) -> ToR(each rack) -> each worker. Every hop
-// of every copy can lose the frame (loss_rate, deterministic seed). The ECN
-// depth a switch sees is the receive backlog of the destination queue.
+// group) goes PS -> ToR(PS rack) -> ToR(each rack) -> each worker. Each
+// switch is a SwitchHost whose ports are fabric ports: one per worker of its
+// rack, one per link to another switch, one toward the parameter servers
+// (the wire routes from there). A frame entering the wire is delivered to
+// its first switch's port and the switches are polled (PollPort) until every
+// copy has left the fabric; routing, multicast, ECN marking and drops are the
+// host's. Every hop of every copy can lose the frame (loss_rate,
+// deterministic seed). The ECN depth of a port is the receive backlog of the
+// queue the frame is bound for (a worker's, or its final destination's
+// beyond another switch).
 //
 // Thread safety: Process runs under the wire's lock; the fabric also keeps
 // its own lock so stats() and WipeSwitches() may be called from any thread.
@@ -31,18 +39,25 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "atp/transport/frame_pool.h"
 #include "atp/time.h"
 #include "atp/transport/loopback.h"
 #include "atp/wire.h"
+#include "switch_emulator/host/switch_host.h"
 #include "switch_emulator/pipeline/pipeline.h"
 
 namespace atp::testbed {
 
-enum class FabricAggregation : uint8_t { kNone, kSingleSwitch, kTwoLevel };
+// kForwardOnly: the switches of kTwoLevel aggregating no job: they route,
+// replicate parameter packets and mark CE past the ECN threshold, as
+// atp-switchd does for jobs it does not aggregate.
+enum class FabricAggregation : uint8_t { kNone, kSingleSwitch, kTwoLevel, kForwardOnly };
 
 // FabricJob: one job's addresses.
 struct FabricJob {
@@ -79,6 +94,7 @@ struct FabricStats {
 class SwitchFabric final : public transport::FrameProcessor {
  public:
   static absl::StatusOr<std::unique_ptr<SwitchFabric>> Create(const SwitchFabricOptions& options);
+  ~SwitchFabric() override;
 
   transport::WireDecision Process(std::span<uint8_t, transport::kFrameBytes> frame,
                                   transport::EndpointId from, TimePoint now,
@@ -91,27 +107,52 @@ class SwitchFabric final : public transport::FrameProcessor {
   void SetLossRate(double loss_rate);
 
  private:
-  struct JobRoute {
-    std::vector<std::vector<wire::Ipv4Address>> racks;
+  class Port;
+  class BorrowedPool;
+  struct Switch {
+    std::unique_ptr<switchd::SwitchHost> host;
+    std::vector<std::unique_ptr<Port>> ports;
+  };
+  // Arrival: a frame waiting in `port` of switch `sw` for that host's poll.
+  struct Arrival {
+    uint32_t sw;
+    uint32_t port;
   };
 
-  SwitchFabric(const SwitchFabricOptions& options,
-               std::vector<switch_emulator::SwitchPipeline> switches);
+  explicit SwitchFabric(const SwitchFabricOptions& options);
+  absl::Status Build();
+  // AddSwitch: a switch aggregating `jobs` (its ports come later).
+  absl::Status AddSwitch(std::vector<switch_emulator::JobConfig> jobs);
+  uint32_t AddPort(uint32_t sw, std::string name);
+  void Link(uint32_t a, uint32_t b, uint32_t* a_port, uint32_t* b_port);
 
   bool Lose();
-  // Hop: one switch's verdict; false when the frame stops there.
-  bool Hop(switch_emulator::SwitchPipeline& sw, std::span<uint8_t> frame, TimePoint now,
-           uint32_t depth);
-  uint32_t DepthToward(const transport::LoopbackWire& wire, const uint8_t* frame) const;
-  switch_emulator::SwitchPipeline* RackSwitch(size_t rack);
-  switch_emulator::SwitchPipeline* PsSwitch();
+  // Sent: what a port's TxBurst does with a frame (called by Port).
+  void Sent(const Port& port, const transport::FrameRef& frame);
+  // Depth: the ECN depth of a port toward the frame now in the fabric.
+  size_t Depth(const Port& port, uint32_t queue) const;
+  transport::WireDecision Run(std::span<uint8_t, transport::kFrameBytes> frame,
+                              uint32_t sw, uint32_t port, TimePoint now);
+  void Emit(std::span<uint8_t, transport::kFrameBytes> frame, const transport::FrameRef& out);
 
   const SwitchFabricOptions options_;
   mutable std::mutex mu_;
-  std::vector<switch_emulator::SwitchPipeline> switches_;     // under mu_
-  absl::flat_hash_map<uint32_t, JobRoute> by_group_;          // group ip -> job
-  absl::flat_hash_map<uint32_t, uint32_t> rack_of_;           // worker ip -> rack
+  std::vector<Switch> switches_;                              // under mu_
+  // group_racks_: a job's group ip -> its racks' workers (racks[r]).
+  absl::flat_hash_map<uint32_t, std::vector<std::vector<wire::Ipv4Address>>> group_racks_;
+  absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> worker_port_;  // ip -> (switch, port)
+  uint32_t ps_switch_ = 0;                                    // where frames leave for the PS
+  uint32_t ps_port_ = 0;
+  std::unique_ptr<BorrowedPool> borrowed_;                    // the wire's frame
+  std::unique_ptr<transport::HeapFramePool> copies_;          // multicast copies
+  // Per Process call (under mu_):
+  const transport::LoopbackWire* wire_ = nullptr;
+  const uint8_t* current_ = nullptr;                          // the entering frame's bytes
+  std::vector<Arrival> pending_;
   std::vector<transport::EndpointId> endpoints_;              // kSendTo storage
+  std::vector<transport::FrameRef> output_;                   // frames that left the fabric
+  bool routed_ = false;                                       // a copy left toward the PS
+  bool emitted_ = false;                                      // the wire's frame holds the output
   uint64_t rng_;                                              // under mu_
   uint64_t loss_threshold_;                                   // under mu_
   FabricStats counters_;                                      // under mu_ (switches unused)

@@ -46,8 +46,10 @@ ParameterServerOptions TwoWorkerJob(ParameterDelivery delivery, uint32_t shards 
 }
 
 // Gradient: worker `w`'s fragment at (queue, position), all values `value`.
-std::vector<uint8_t> Gradient(int w, uint32_t queue, uint32_t position, int32_t value) {
+std::vector<uint8_t> Gradient(int w, uint32_t queue, uint32_t position, int32_t value,
+                              uint8_t ip_tos = wire::kTosEct0) {
   wire::FrameFields f;
+  f.ip_tos = ip_tos;
   f.src_ip = Address(w == 0 ? "10.0.0.1" : "10.0.0.2").ipv4;
   f.dst_ip = Address("10.0.0.100").ipv4;
   f.header.job = 5;
@@ -90,6 +92,30 @@ TEST(EmbeddedPsTest, UnicastSendsTheSumToEveryWorker) {
   EXPECT_EQ(s.contributions, 2u);
   EXPECT_EQ(s.completed, 1u);
   EXPECT_EQ(s.frames_sent, 2u);
+}
+
+// A gradient a switch marked CE while only forwarding it (ATP-SPEC 7): the
+// PS carries the mark into the ATP ecn bit of the parameter packet, where the
+// workers' congestion control reads it.
+TEST(EmbeddedPsTest, CongestionExperiencedBecomesTheEcnBit) {
+  auto ps = EmbeddedParameterServer::Create(TwoWorkerJob(ParameterDelivery::kMulticast),
+                                            Address("10.0.0.100"));
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  CollectingSink sink;
+  EXPECT_EQ((*ps)->HandleFrame(Gradient(0, 0, 0, 7), sink), wire::DecodeError::kOk);
+  EXPECT_EQ((*ps)->HandleFrame(Gradient(1, 0, 0, 35, wire::kTosCe), sink), wire::DecodeError::kOk);
+  // Unmarked: no ecn.
+  EXPECT_EQ((*ps)->HandleFrame(Gradient(0, 0, 1, 1), sink), wire::DecodeError::kOk);
+  EXPECT_EQ((*ps)->HandleFrame(Gradient(1, 0, 1, 2), sink), wire::DecodeError::kOk);
+  ASSERT_EQ(sink.frames.size(), 2u);
+  wire::FrameFields f;
+  ASSERT_EQ(wire::DecodeFrame(sink.frames[0], wire::kDefaultBasePort, &f, nullptr),
+            wire::DecodeError::kOk);
+  EXPECT_TRUE(f.header.ecn);
+  ASSERT_EQ(wire::DecodeFrame(sink.frames[1], wire::kDefaultBasePort, &f, nullptr),
+            wire::DecodeError::kOk);
+  EXPECT_FALSE(f.header.ecn);
+  EXPECT_EQ((*ps)->stats().ce_to_ecn, 1u);
 }
 
 TEST(EmbeddedPsTest, MulticastSendsOneFrameToTheGroup) {

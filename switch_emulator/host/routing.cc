@@ -1,4 +1,4 @@
-#include "switch_emulator/daemon/routing.h"
+#include "switch_emulator/host/routing.h"
 
 #include <algorithm>
 #include <functional>
@@ -37,6 +37,17 @@ absl::Status RouteTable::Add(wire::Ipv4Address prefix, uint32_t length, uint32_t
   return absl::OkStatus();
 }
 
+absl::Status RouteTable::Set(wire::Ipv4Address prefix, uint32_t length, uint32_t port) {
+  if (length <= 32) {
+    if (auto it = by_length_[length].find(prefix.value); it != by_length_[length].end()) {
+      it->second = port;
+      port_limit_ = std::max(port_limit_, port + 1);
+      return absl::OkStatus();
+    }
+  }
+  return Add(prefix, length, port);
+}
+
 std::optional<uint32_t> RouteTable::Lookup(uint32_t ipv4) const {
   for (uint32_t length : lengths_) {
     const absl::flat_hash_map<uint32_t, uint32_t>& table = by_length_[length];
@@ -59,6 +70,17 @@ absl::Status MulticastTable::Add(wire::Ipv4Address group, std::vector<uint32_t> 
         absl::StrCat("group ", group.ToString(), " is already in the table"));
   }
   port_limit_ = std::max(port_limit_, limit);
+  return absl::OkStatus();
+}
+
+absl::Status MulticastTable::AddMember(wire::Ipv4Address group, uint32_t port) {
+  if (!IsMulticastAddress(group.value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(group.ToString(), " is not a multicast address (224.0.0.0/4)"));
+  }
+  std::vector<uint32_t>& ports = groups_[group.value];
+  if (std::find(ports.begin(), ports.end(), port) == ports.end()) ports.push_back(port);
+  port_limit_ = std::max(port_limit_, port + 1);
   return absl::OkStatus();
 }
 

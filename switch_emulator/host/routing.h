@@ -1,6 +1,6 @@
-// switch_emulator/daemon/routing.h: atp-switchd's forwarding tables: IPv4
+// switch_emulator/host/routing.h: atp-switchd's forwarding tables: IPv4
 // routes (longest prefix wins) and multicast groups, both mapping to port
-// indices. Pure data, built once at startup and read by the datapath thread.
+// indices. Pure data, built at startup and read by the datapath thread.
 //
 //   RouteTable routes;
 //   routes.Add(*wire::Ipv4Address::Parse("10.1.0.0"), 24, /*port=*/0);
@@ -10,8 +10,8 @@
 //   MulticastTable groups;
 //   groups.Add(group, {0, 1, 2});
 //   std::span<const uint32_t> ports = groups.Ports(group);  // empty when unknown
-#ifndef ATP_SWITCH_EMULATOR_DAEMON_ROUTING_H_
-#define ATP_SWITCH_EMULATOR_DAEMON_ROUTING_H_
+#ifndef ATP_SWITCH_EMULATOR_HOST_ROUTING_H_
+#define ATP_SWITCH_EMULATOR_HOST_ROUTING_H_
 
 #include <array>
 #include <cstdint>
@@ -33,6 +33,8 @@ class RouteTable {
   // Add: frames to prefix/length go to `port`. AlreadyExists for the same
   // prefix twice; InvalidArgument for length > 32 or bits beyond the length.
   absl::Status Add(wire::Ipv4Address prefix, uint32_t length, uint32_t port);
+  // Set: as Add, but a route already there for the prefix now goes to `port`.
+  absl::Status Set(wire::Ipv4Address prefix, uint32_t length, uint32_t port);
 
   // Lookup: the port of the longest prefix holding `ipv4` (host order), or
   // nullopt when none does. At most one hash probe per prefix length in use.
@@ -56,6 +58,10 @@ class MulticastTable {
   // Add: `group` is replicated to `ports`. AlreadyExists for a group twice;
   // InvalidArgument if `group` is not 224.0.0.0/4 or `ports` is empty.
   absl::Status Add(wire::Ipv4Address group, std::vector<uint32_t> ports);
+  // AddMember: appends `port` to `group` (created if new) unless it is
+  // listed already: for a caller building groups port by port (the
+  // simulator's topology). InvalidArgument if `group` is not multicast.
+  absl::Status AddMember(wire::Ipv4Address group, uint32_t port);
 
   // Ports: the group's ports, empty when it is unknown.
   std::span<const uint32_t> Ports(uint32_t group) const {
@@ -75,4 +81,4 @@ class MulticastTable {
 
 }  // namespace atp::switchd
 
-#endif  // ATP_SWITCH_EMULATOR_DAEMON_ROUTING_H_
+#endif  // ATP_SWITCH_EMULATOR_HOST_ROUTING_H_

@@ -1,0 +1,191 @@
+// switch_emulator/host/switch_host.h: the one host of the switch engine: the
+// switch pipeline bound to N transport ports. No thread, no clock, no files:
+// the caller passes `now` and calls again by the deadline Step returns.
+// atp-switchd's datapath thread (switch_emulator/daemon/switch_daemon.h) and
+// the simulator's ATP switch (lib/sim/atp_switch_node.h, over simulated ports)
+// both run it, so the simulator proves what the daemon does.
+//
+//   SwitchHostOptions options;
+//   options.pipeline = ...;  options.routes = ...;  options.multicast = ...;
+//   ATP_ASSIGN_OR_RETURN(std::unique_ptr<SwitchHost> host,
+//                        SwitchHost::Create(std::move(options), {{"w0", dev0}, {"up", dev1}}));
+//   for (;;) { host->Step(now); ... }       // or PollPort(port, now) for one port's frames
+//
+// What happens to a received frame (Process on the pipeline, then):
+//   kAbsorbed, kMalformed     -> released (counted by the pipeline; malformed per port too)
+//   kToPs, kForward (unicast) -> the port of the longest route for its IPv4 destination
+//   kForward to 224.0.0.0/4   -> the multicast table's ports for that destination
+//   kMulticast                -> the multicast table's ports for the job's group
+// Never back out of the port it came in on. Multicast copies come from each
+// egress queue's tx_pool (the original goes to the last port). Egress queue:
+// UDP destination port - base_port, modulo the egress port's queue count.
+//
+// ECN: the depth handed to the pipeline is what the egress queue still held
+// at its last Flush (frames waiting for room at the next hop: a DPDK ring, a
+// simulated link's queue). The pipeline marks what it aggregates or sends to
+// the PS; a kForward frame (a job this switch does not aggregate) that is
+// ECN-capable gets CE here when that depth is past the pipeline's
+// ecn_threshold, as any ECN switch would mark it.
+//
+// Frames a port refuses after tx_attempts tries are dropped and counted; none
+// is leaked. Frames are forwarded with their Ethernet header unchanged.
+//
+// Threads: one thread at a time owns the host and its devices' queues.
+#ifndef ATP_SWITCH_EMULATOR_HOST_SWITCH_HOST_H_
+#define ATP_SWITCH_EMULATOR_HOST_SWITCH_HOST_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "atp/time.h"
+#include "atp/transport.h"
+#include "switch_emulator/host/routing.h"
+#include "switch_emulator/host/switch_host_stats.h"
+#include "switch_emulator/pipeline/pipeline.h"
+
+namespace atp::switchd {
+
+// HostPort: a port and the device behind it (not owned; outlives the host).
+struct HostPort {
+  std::string name;
+  transport::Device* device = nullptr;
+};
+
+struct SwitchHostOptions {
+  std::string name = "atp-switchd";
+  switch_emulator::PipelineConfig pipeline;
+  RouteTable routes;          // port indices into the HostPort list
+  MulticastTable multicast;   // idem; a job's group is PipelineConfig's multicast_group
+  uint32_t max_burst = 32;    // frames per RxBurst, 1..256
+  uint32_t tx_attempts = 4;   // TxBurst tries (a Flush between) before dropping, >= 1
+  // orphan_scan_budget: aggregators one orphan scan visits, >= 1.
+  size_t orphan_scan_budget = 256;
+  // orphan_scan_interval: time between orphan scans while aggregators are in
+  // use; zero scans at every Step.
+  TimeDelta orphan_scan_interval = TimeDelta::Zero();
+  // depth_at_each_frame: the ECN depth of a frame's egress queue is its
+  // Flush() answer at that frame (for media where Flush only reads a depth:
+  // the simulator's links, the in-process fabric); false: what the queue
+  // held at its last Flush (real ports, where Flush pushes frames out and
+  // one per frame would break up bursts).
+  bool depth_at_each_frame = false;
+};
+
+class SwitchHost {
+ public:
+  // Create: validates the options (burst, attempts, ports, route and
+  // multicast port indices) and creates the pipeline. `ports` may be empty
+  // for a caller that adds them with AddPort.
+  static absl::StatusOr<std::unique_ptr<SwitchHost>> Create(SwitchHostOptions options,
+                                                            std::vector<HostPort> ports);
+  // Create: the same around a pipeline the caller made (options.pipeline then
+  // gives only the ECN threshold and base port the host itself uses).
+  static absl::StatusOr<std::unique_ptr<SwitchHost>> Create(
+      SwitchHostOptions options, std::vector<HostPort> ports,
+      switch_emulator::SwitchPipeline pipeline);
+
+  // AddPort: one more port (the next index); control path, before traffic.
+  absl::Status AddPort(HostPort port);
+
+  SwitchHost(const SwitchHost&) = delete;
+  SwitchHost& operator=(const SwitchHost&) = delete;
+
+  // Step: one round: one RxBurst per queue of every port and what follows, a
+  // Flush of every queue, an orphan scan when one is due. Returns the frames
+  // received; *deadline (if given) is when the host wants the next Step even
+  // if nothing arrives (the next orphan scan; infinite when none is needed).
+  size_t Step(TimePoint now, TimePoint* deadline = nullptr);
+
+  // PollPort: what Step does for one port's frames only (no Flush of the
+  // other ports, no orphan scan): for a caller that knows where frames
+  // arrived (the simulator, the in-process fabric).
+  size_t PollPort(uint32_t port, TimePoint now);
+
+  // NextDeadline: when the next orphan scan is due (infinite while no
+  // aggregator is in use).
+  TimePoint NextDeadline() const;
+  // ScanOrphansIfDue: the orphan scan of Step, alone. Returns true if it ran.
+  bool ScanOrphansIfDue(TimePoint now);
+
+  // FlushAll: a Flush of every queue of every port.
+  void FlushAll();
+
+  // Collect: the counters now; uptime_s is left 0 (the host has no clock).
+  SwitchdStats Collect() const;
+
+  // routes / multicast: the tables, for a caller building them after Create
+  // (the simulator's topology); control path only.
+  RouteTable& routes() { return options_.routes; }
+  MulticastTable& multicast() { return options_.multicast; }
+
+  switch_emulator::SwitchPipeline& pipeline() { return pipeline_; }
+  const switch_emulator::SwitchPipeline& pipeline() const { return pipeline_; }
+  const SwitchHostOptions& options() const { return options_; }
+  uint32_t port_count() const { return static_cast<uint32_t>(ports_.size()); }
+
+ private:
+  struct Port {
+    std::string name;
+    transport::Device* device = nullptr;
+    uint32_t queues = 0;
+    PortCounters counters;
+  };
+  // Staging: frames waiting to be sent on one (port, queue), at most max_burst.
+  struct Staging {
+    std::vector<transport::FrameRef> frames;
+    size_t count = 0;
+  };
+
+  SwitchHost(SwitchHostOptions options, std::vector<Port> ports,
+             switch_emulator::SwitchPipeline pipeline);
+
+  size_t PollQueues(uint32_t port, TimePoint now);
+  void HandleBurst(uint32_t in_port, size_t n, TimePoint now);
+  // UnicastRoute: the route lookup DepthFor made for a unicast destination,
+  // so that routing the frame after the pipeline does not look it up again.
+  struct UnicastRoute {
+    bool looked_up = false;
+    uint32_t dst = 0;
+    std::optional<uint32_t> port;
+  };
+  // DepthFor: the ECN depth toward where `frame` will go.
+  uint32_t DepthFor(uint32_t in_port, const transport::FrameRef& frame, UnicastRoute* route);
+  uint32_t EgressDepth(uint32_t port, uint32_t queue);
+  void MarkForwarded(const transport::FrameRef& frame, uint32_t depth);
+  void Unicast(uint32_t in_port, const transport::FrameRef& frame, std::optional<uint32_t> port);
+  void Multicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t group);
+  uint32_t EgressQueue(const transport::FrameRef& frame, uint32_t port) const;
+  void Stage(uint32_t port, uint32_t queue, const transport::FrameRef& frame);
+  void TransmitStaged();
+  void Transmit(size_t slot);
+  void Release(const transport::FrameRef& frame);
+
+  static absl::Status CheckPort(const HostPort& port, size_t index, uint16_t base_port);
+  static size_t Slot(uint32_t port, uint32_t queue) {
+    return size_t{port} * transport::kMaxQueues + queue;
+  }
+
+  SwitchHostOptions options_;
+  std::vector<Port> ports_;
+  switch_emulator::SwitchPipeline pipeline_;
+  RoutingCounters routing_;
+  uint64_t poll_rounds_ = 0;
+  TimePoint next_scan_ = TimePoint::FromNanoseconds(0);
+
+  // Datapath scratch, sized at Create.
+  std::vector<transport::FrameRef> rx_;
+  std::vector<transport::FrameRef> release_;
+  size_t release_count_ = 0;
+  std::vector<Staging> staging_;     // [Slot(port, queue)]
+  std::vector<size_t> touched_;      // slots with staged frames
+  std::vector<uint32_t> held_;       // [Slot(port, queue)]: Flush's last answer
+};
+
+}  // namespace atp::switchd
+
+#endif  // ATP_SWITCH_EMULATOR_HOST_SWITCH_HOST_H_
