@@ -27,13 +27,19 @@ absl::Status RttEstimator::Config::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("rto_backoff: must be in [1, 1000], got ", rto_backoff));
   }
+  if (slowest_window <= TimeDelta::Zero() || slowest_window.IsInfinite()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slowest_window: must be positive and finite, got ", slowest_window.ToNanoseconds(),
+        " ns"));
+  }
   return absl::OkStatus();
 }
 
 RttEstimator::RttEstimator(const Config& config) : config_(config) {}
 
-void RttEstimator::OnSample(TimeDelta rtt) {
+void RttEstimator::OnSample(TimeDelta rtt, TimePoint now) {
   if (rtt < TimeDelta::Zero()) return;
+  rtt = std::min({rtt, SmoothedRto() * 2, config_.max_rto});
   latest_rtt_ = rtt;
   min_rtt_ = std::min(min_rtt_, rtt);
   if (samples_ == 0) {
@@ -44,6 +50,16 @@ void RttEstimator::OnSample(TimeDelta rtt) {
     rttvar_ = (rttvar_ * 3 + error) / 4;
     srtt_ = (srtt_ * 7 + rtt) / 8;
   }
+  if (samples_ == 0 || now >= slowest_since_ + config_.slowest_window * 2) {
+    slowest_before_ = TimeDelta::Zero();
+    slowest_now_ = TimeDelta::Zero();
+    slowest_since_ = now;
+  } else if (now >= slowest_since_ + config_.slowest_window) {
+    slowest_before_ = slowest_now_;
+    slowest_now_ = TimeDelta::Zero();
+    slowest_since_ = now;
+  }
+  slowest_now_ = std::max(slowest_now_, rtt);
   ++samples_;
   timeouts_ = 0;
 }
@@ -53,9 +69,15 @@ void RttEstimator::OnTimeout() {
   if (timeouts_ < 64) ++timeouts_;
 }
 
+TimeDelta RttEstimator::SmoothedRto() const {
+  if (samples_ == 0) return std::max(config_.initial_rto, config_.rto_floor);
+  return std::max(srtt_ + rttvar_ * 4, config_.rto_floor);
+}
+
+TimeDelta RttEstimator::UnbackedRto() const { return std::max(SmoothedRto(), slowest()); }
+
 TimeDelta RttEstimator::Rto() const {
-  TimeDelta base = samples_ == 0 ? config_.initial_rto : srtt_ + rttvar_ * 4;
-  base = std::max(base, config_.rto_floor);
+  const TimeDelta base = UnbackedRto();
   if (timeouts_ == 0) return std::min(base, config_.max_rto);  // the common case: no pow()
   double scaled = static_cast<double>(base.ToNanoseconds()) *
                   std::pow(config_.rto_backoff, static_cast<double>(timeouts_));
@@ -71,6 +93,7 @@ RttEstimator::DebugState RttEstimator::debug_state() const {
   state.min_rtt = samples_ > 0 ? min_rtt_ : TimeDelta::Zero();
   state.srtt = srtt_;
   state.rttvar = rttvar_;
+  state.slowest = slowest();
   state.rto = Rto();
   state.timeouts = timeouts_;
   state.samples = samples_;

@@ -5,14 +5,21 @@
 // ones update rttvar = 3/4 rttvar + 1/4 |srtt - R| and srtt = 7/8 srtt + 1/8 R.
 // The timeout is
 //
-//   rto = min(max_rto, max(floor, srtt + 4 * rttvar) * backoff^timeouts)
+//   rto = min(max_rto, max(floor, srtt + 4 * rttvar, slowest) * backoff^timeouts)
 //
-// (initial_rto before the first sample, backed off the same way). Every
-// timeout multiplies it by `rto_backoff`; a new sample, or progress (the
-// engine's lowest unacknowledged position advanced: OnProgress), resets the
-// backoff. Progress is proof that the path works even when no sample can be
-// taken (every completion answered a resend, so Karn's rule forbids one):
-// without the reset, such a queue pays a timeout at max_rto for every loss.
+// `slowest` is the slowest recent round trip: the largest sample of the
+// last one to two `slowest_window`s (a two-bucket windowed maximum, advanced
+// by the samples' times). It is there for ATP's collective round trip: an
+// aggregate completes when the last worker's fragment arrives, so a worker
+// sees long round trips only in the rounds it waited for another
+// (descheduled, waking from sleep) and short ones in the rounds the others
+// waited for it. Smoothing averages the two and the variance term forgets
+// the long ones within a few samples, so the next wait for another worker
+// fired the timer spuriously (on a shared CPU, every few rounds:
+// tests/unit/worker/collective_rto_test.cc). Once such a wait was measured,
+// the RTO stays above it while such waits recur, and for at most two
+// windows after the last one. Its price: a loss that reordering cannot
+// detect waits for the job's slowest recent round trip, not the smoothed one.
 //
 // The default floor is 200 us: the simulated round trip is ~10 us and a
 // datacenter's is tens of microseconds, but a round trip here also waits for
@@ -22,17 +29,27 @@
 // a real loss that reordering cannot detect costs 20 round trips, not 100
 // (the former 1 ms floor).
 //
+// Each sample is first bounded to twice max(floor, srtt + 4 rttvar)
+// (initial_rto before the first sample; not `slowest`, which the bounded
+// samples feed) and to max_rto: a round trip that follows Karn's rule
+// can still include seconds spent waiting for another worker's timeout and
+// resend (its fragment was lost, this one was not), and one such sample
+// would otherwise lift srtt, and every later timeout, by an eighth of it. A
+// path that really got slower still lifts the RTO geometrically, doubling
+// it in a few samples.
+//
 // The estimator owns no timer: the engine asks for Rto() and computes its own
 // deadline. A round trip here is "gradient sent" to "parameter packet
 // received", so it includes the wait for the slowest worker of the job. The
 // caller must not feed samples from retransmitted fragments (Karn's rule).
 //
 //   RttEstimator rtt(config);
-//   rtt.OnSample(now - sent_time);
+//   rtt.OnSample(now - round_trip_start, now);
 //   TimePoint deadline = now + rtt.Rto();
 #ifndef ATP_LIB_WORKER_RTT_ESTIMATOR_H_
 #define ATP_LIB_WORKER_RTT_ESTIMATOR_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/status/status.h"
@@ -48,8 +65,12 @@ class RttEstimator {
     TimeDelta max_rto = TimeDelta::FromMilliseconds(100);
     // rto_backoff: factor applied per consecutive timeout, >= 1.
     double rto_backoff = 2.0;
+    // slowest_window: how long the slowest round trip is remembered (between
+    // one and two windows); positive and finite.
+    TimeDelta slowest_window = TimeDelta::FromMilliseconds(200);
 
-    // Validate: 0 < rto_floor <= initial_rto <= max_rto, rto_backoff in [1, 1000].
+    // Validate: 0 < rto_floor <= initial_rto <= max_rto, rto_backoff in
+    // [1, 1000], slowest_window positive and finite.
     // The message names the field ("rto_floor", ...).
     absl::Status Validate() const;
   };
@@ -61,6 +82,7 @@ class RttEstimator {
     TimeDelta min_rtt;
     TimeDelta srtt;
     TimeDelta rttvar;
+    TimeDelta slowest;         // the slowest recent round trip (windowed maximum)
     TimeDelta rto;             // Rto() now, backoff included
     uint32_t timeouts = 0;     // consecutive timeouts since the last sample
     uint64_t samples = 0;
@@ -69,9 +91,10 @@ class RttEstimator {
   // `config` must be valid (Config::Validate).
   explicit RttEstimator(const Config& config);
 
-  // OnSample: one measured round trip of a fragment sent once. Ignores
-  // negative samples (a caller clock error). Resets the backoff.
-  void OnSample(TimeDelta rtt);
+  // OnSample: one round trip of a fragment sent once, measured at `now`,
+  // bounded as above. Ignores negative samples (a caller clock error).
+  // Resets the backoff.
+  void OnSample(TimeDelta rtt, TimePoint now);
 
   // OnProgress: the queue's lowest unacknowledged position advanced (any
   // acknowledgement, of a first transmission or of a resend): resets the
@@ -88,14 +111,24 @@ class RttEstimator {
   bool has_sample() const { return samples_ > 0; }
   TimeDelta srtt() const { return srtt_; }
   TimeDelta rttvar() const { return rttvar_; }
+  TimeDelta slowest() const { return std::max(slowest_now_, slowest_before_); }
   DebugState debug_state() const;
 
  private:
+  // SmoothedRto: max(floor, srtt + 4 rttvar), initial_rto before any
+  // sample; UnbackedRto: that and `slowest`, before the backoff.
+  TimeDelta SmoothedRto() const;
+  TimeDelta UnbackedRto() const;
+
   Config config_;
   TimeDelta latest_rtt_;
   TimeDelta min_rtt_ = TimeDelta::Infinite();
   TimeDelta srtt_;
   TimeDelta rttvar_;
+  // The windowed maximum: the current bucket began at slowest_since_.
+  TimeDelta slowest_now_;
+  TimeDelta slowest_before_;
+  TimePoint slowest_since_;
   uint64_t samples_ = 0;
   uint32_t timeouts_ = 0;
 };

@@ -125,8 +125,8 @@ void WorkerQueueEngine::CountAgainstWindow(Slot& slot) {
   ++window_in_flight_;
 }
 
-void WorkerQueueEngine::TakeRttSample(TimeDelta rtt) {
-  rtt_.OnSample(rtt);
+void WorkerQueueEngine::TakeRttSample(TimeDelta rtt, TimePoint now) {
+  rtt_.OnSample(rtt, now);
   ++counters_.rtt_samples;
 }
 
@@ -208,12 +208,10 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     if (!slot.resend_queued || slot.position != position) continue;
     slot.resend_queued = false;
     if (slot.state != SlotState::kInFlight) continue;
-    if (slot.resend_cause == ResendCause::kOverflow && slot.timed) {
-      // The only transmission that can still be answered: time it.
-      slot.sent_time = now;
-    } else {
-      slot.timed = false;
-    }
+    // A float32 resend answering the request for a fragment sent once is
+    // the only transmission that can still be answered: it stays timed (from
+    // the request, OnParameterPacket). Any other resend is ambiguous.
+    if (!(slot.resend_cause == ResendCause::kOverflow && slot.timed)) slot.timed = false;
     CountAgainstWindow(slot);
     BuildMessage(slot, Transmission::kResend, out[n++]);
     switch (slot.resend_cause) {
@@ -249,7 +247,7 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     assert(slot.state == SlotState::kFree);
     slot.position = next_send_;
     slot.op = &op;
-    slot.sent_time = now;
+    slot.round_trip_start = release_pending_ ? release_time_ : now;
     slot.state = SlotState::kInFlight;
     slot.timed = true;
     slot.counted = true;
@@ -264,6 +262,9 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     ++window_in_flight_;
     ++next_send_;
   }
+  // The release ends when new sends stop for the window or for lack of
+  // positions; positions that only did not fit in `out` keep it.
+  if (!MaySendNew()) release_pending_ = false;
   return n;
 }
 
@@ -297,7 +298,10 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
       slot.timed = false;
     } else if (slot.timed) {
       // The request answers the integer fragment, sent once: a round trip.
-      TakeRttSample(now - slot.sent_time);
+      TakeRttSample(now - slot.round_trip_start, now);
+      // The float32 resend's round trip starts with this request, which
+      // reaches every worker at once.
+      slot.round_trip_start = now;
     }
     slot.send_as_float = true;
     QueueResend(position, ResendCause::kOverflow);
@@ -307,7 +311,8 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
     return;
   }
 
-  // The result.
+  // The result. Whether positions were waiting for the window before it.
+  const bool window_was_full = next_send_ < assigned_end_ && !MaySendNew();
   Operation& op = *slot.op;
   const uint64_t offset = (position - op.first_position) * kValuesPerFragment;
   const size_t count =
@@ -321,7 +326,7 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
     ++counters_.collisions_seen;
   }
   if (h.ecn) ++counters_.ecn_marks;
-  if (slot.timed) TakeRttSample(now - slot.sent_time);
+  if (slot.timed) TakeRttSample(now - slot.round_trip_start, now);
 
   slot.state = SlotState::kAcked;
   --in_flight_;
@@ -350,6 +355,12 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
     ++counters_.loss_events;
     cc_.OnLoss(expected_, expected_);
     QueueResend(expected_, ResendCause::kLoss);
+  }
+  // This packet let new positions out: their round trips start now, the
+  // same instant for every worker of the job.
+  if (window_was_full && MaySendNew()) {
+    release_time_ = now;
+    release_pending_ = true;
   }
   // RFC 6298 (5.3): restart the timer on an acknowledgement of new data.
   rto_deadline_ = in_flight_ > 0 ? TimerDeadline(now) : TimePoint::Infinite();

@@ -64,6 +64,22 @@
 // transmission outstanding). The RTO backoff is reset whenever the lowest
 // unacknowledged position advances (RttEstimator::OnProgress).
 //
+// A sample measures the job's collective round trip, not this worker's own
+// send-to-ack time. An aggregate completes when the last worker's fragment
+// arrives, so the worker whose fragments arrive last would see only the
+// network's few microseconds, its RTO would sit at the floor, and the first
+// time another worker ran late (a shared CPU, a thread waking from sleep)
+// it would time out spuriously, collapse its window and resend. What all
+// workers share is the parameter packets: they reach every worker at once,
+// and, loss-free, every worker's window evolves identically from them. So a
+// fragment whose send waited for the window is timed from the parameter
+// packet that released it (the same instant for every worker: the time a
+// worker takes to react is part of the round trip the others see), and one
+// sent without waiting (from idle, or while the window had room) from its
+// send. A float32 resend answering an overflow request is timed from the
+// request. The estimator bounds each sample (RttEstimator::OnSample), since
+// a Karn-valid sample can still include another worker's timeout.
+//
 // Resends re-encode the fragment from the caller's input instead of keeping a
 // copy: the input must stay unchanged until its operation completes (that is
 // already the Enqueue contract), quantization is deterministic (scalar and
@@ -207,10 +223,12 @@ class WorkerQueueEngine {
   struct Slot {
     uint64_t position = 0;
     Operation* op = nullptr;  // stable: ops_ is a deque, popped only when done
-    TimePoint sent_time;      // the timed transmission (for RTT samples)
+    // round_trip_start: when the timed transmission's collective round trip
+    // began (RTT samples are measured from it; see "Round trips" above).
+    TimePoint round_trip_start;
     uint16_t aggregator = 0;  // the slot's current aggregator index
     SlotState state = SlotState::kFree;
-    // timed: exactly one transmission may be answered, sent at sent_time;
+    // timed: exactly one transmission may be answered (round_trip_start);
     // false once an ambiguous resend went out (Karn's rule: no sample).
     bool timed = false;
     // counted: in flight and counted in window_in_flight_ (false for the
@@ -237,7 +255,7 @@ class WorkerQueueEngine {
   void HoldResendsTriggeredAt(TimePoint now);
   // CountAgainstWindow: `slot` (in flight) counts against the window again.
   void CountAgainstWindow(Slot& slot);
-  void TakeRttSample(TimeDelta rtt);
+  void TakeRttSample(TimeDelta rtt, TimePoint now);
   // TimerDeadline: when a timer armed at `now` fires (RTO, jittered).
   TimePoint TimerDeadline(TimePoint now) const { return now + jitter_.Stretch(rtt_.Rto()); }
   void BuildMessage(const Slot& slot, Transmission transmission, wire::AtpMessage& out) const;
@@ -258,6 +276,11 @@ class WorkerQueueEngine {
   LossDetector loss_;
   TimerJitter jitter_;
   TimePoint rto_deadline_ = TimePoint::Infinite();
+  // release_time_: when the latest parameter packet let new positions out of
+  // a full window; release_pending_: positions sent from now on start their
+  // round trip then (cleared once the window or the queue stops new sends).
+  TimePoint release_time_;
+  bool release_pending_ = false;
   // Resends (queued and recovery) wait until this time; past when none wait.
   TimePoint resend_hold_until_;
   bool resends_held_ = false;

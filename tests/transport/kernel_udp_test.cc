@@ -1,11 +1,14 @@
 // The kernel UDP backend's own rules: the node table, opening errors, what
 // happens to strangers, receive overflow, GSO/GRO.
 #include <arpa/inet.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "atp/transport/kernel_udp.h"
@@ -188,6 +191,45 @@ TEST(KernelUdpDevice, AskingForAnOffloadTheKernelHasSucceeds) {
   EXPECT_EQ((*device)->queue(0).capabilities().rx_coalescing, RxCoalescing::kKernelGro);
   EXPECT_EQ((*device)->queue(0).capabilities().steering, Steering::kSocketPerQueue);
   EXPECT_GE((*device)->queue(0).wait_fd(), 0);
+}
+
+// A receiver thread that blocks in poll() on the queue's wait_fd (the
+// socket: the runtime's PollingThread sleeps exactly so) wakes when a frame
+// arrives and finds it with RxBurst. No sleep synchronises the two threads:
+// whether the frame is sent before or after the receiver blocks, the socket
+// stays readable until it is read; the receiver's 10 s timeout only turns a
+// lost wake-up into a failure instead of a hang.
+TEST(KernelUdpWaitFd, ASleepingReceiverWakesWhenAFrameArrives) {
+  auto a = Open(Options("10.0.0.1"));
+  auto b = Open(Options("10.0.0.2"));
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->AddPeer(b->self()).ok());
+  ASSERT_TRUE(b->AddPeer(a->self()).ok());
+  const int fd = b->queue(0).wait_fd();
+  ASSERT_GE(fd, 0);
+  FrameRef first_try[4];
+  ASSERT_EQ(b->queue(0).RxBurst(first_try), 0u) << "nothing sent yet";
+
+  std::atomic<bool> blocking{false};
+  int poll_result = -2;
+  size_t received = 0;
+  FrameBytes got{};
+  std::thread receiver([&] {
+    pollfd p{fd, POLLIN, 0};
+    blocking.store(true, std::memory_order_release);
+    poll_result = ::poll(&p, 1, /*timeout_ms=*/10000);
+    FrameRef rx[4];
+    received = b->queue(0).RxBurst(rx);
+    if (received > 0 && rx[0].length == kFrameBytes) std::memcpy(got.data(), rx[0].data, kFrameBytes);
+    ReleaseFrames({rx, received});
+  });
+  while (!blocking.load(std::memory_order_acquire)) std::this_thread::yield();
+  const FrameBytes frame = MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(0, 7)});
+  EXPECT_EQ(SendAll(a->queue(0), {frame}, nullptr), 1u);  // not ASSERT: join first
+  receiver.join();
+  EXPECT_EQ(poll_result, 1) << "woken by the frame, not by the timeout";
+  ASSERT_EQ(received, 1u);
+  EXPECT_EQ(got, frame);
 }
 
 // Runs the same exchange with each combination of offloads and both
