@@ -2,8 +2,10 @@
 
 The core (atp._atp, pybind11) is libatp's public API: options with validate(),
 Worker (push_pull / push / pull / discard on float32 NumPy arrays and torch
-tensors, zero copy), Handle (wait, done, on_done), ParameterServer,
-EmbeddedParameterServer. On top, in pure Python:
+tensors, zero copy; serve_metrics: Prometheus), Handle (wait, done, on_done),
+ParameterServer, EmbeddedParameterServer, the transports of this build
+(TransportOptions.kernel_udp / .loopback on a LoopbackWire / .dpdk_memif) and
+their packet capture (CaptureOptions). On top, in pure Python:
 
   atp.hook      a DDP communication hook (register_comm_hook)
   atp.backend   the c10d backend "atp" (dist.init_process_group("atp"))
@@ -14,11 +16,14 @@ EmbeddedParameterServer. On top, in pure Python:
 docs/pytorch.md describes all of it.
 """
 from atp._atp import (  # noqa: F401
+    CaptureOptions,
     CongestionControl,
     DeviceAddress,
     EmbeddedParameterServer,
     Handle,
     JobOptions,
+    LoopbackWire,
+    MetricsServer,
     ParameterDelivery,
     ParameterServer,
     ParameterServerJobOptions,
@@ -30,6 +35,8 @@ from atp._atp import (  # noqa: F401
     TransportOptions,
     Worker,
     WorkerOptions,
+    capture_available,
+    metrics_available,
     transport_available,
 )
 from atp.options import AtpOptions  # noqa: F401

@@ -14,6 +14,9 @@ namespace atp::python {
 void RegisterOptions(pybind11::module_& m);      // options_bindings.cc
 void RegisterWorker(pybind11::module_& m);       // worker_bindings.cc
 void RegisterParameterServer(pybind11::module_& m);  // ps_bindings.cc
+void RegisterTransports(pybind11::module_& m);   // transport_bindings.cc
+void RegisterCapture(pybind11::module_& m);      // capture_bindings.cc
+void RegisterMetrics(pybind11::module_& m);      // metrics_bindings.cc
 
 wire::Ipv4Address ParseIpv4(const std::string& text);
 transport::SocketAddress ParseSocketAddress(const std::string& text);  // "IP:PORT"

@@ -6,6 +6,9 @@
 PYBIND11_MODULE(_atp, m) {
   m.doc() = "libatp: ATP in-network aggregation (workers, parameter servers, options).";
   atp::python::RegisterOptions(m);
+  atp::python::RegisterCapture(m);
+  atp::python::RegisterTransports(m);
+  atp::python::RegisterMetrics(m);
   atp::python::RegisterWorker(m);
   atp::python::RegisterParameterServer(m);
 }

@@ -1,12 +1,11 @@
-// python/src/options_bindings.cc: atp/options.h and the kernel-UDP transport
-// options as Python classes. Fields keep their C++ names; durations are
+// python/src/options_bindings.cc: atp/options.h as Python classes (the
+// transports: transport_bindings.cc). Fields keep their C++ names; durations are
 // float seconds; addresses are "a.b.c.d" strings. validate() raises
 // ValueError with the field's path ("WorkerOptions.job.slots: ...").
 #include <string>
 #include <vector>
 
 #include "atp/options.h"
-#include "atp/transport/kernel_udp.h"
 #include "atp/transport_factory.h"
 #include "pybind11/pybind11.h"
 #include "pybind11/stl.h"
@@ -153,50 +152,6 @@ void RegisterOptions(py::module_& m) {
       .def_readwrite("max_burst", &ParameterServerOptions::max_burst);
   ATP_DURATION_PROPERTY(ps, ParameterServerOptions, orphan_timeout);
   DefValidate(ps);
-
-  // Transports: kernel UDP (both encapsulations, peers, gateway). DPDK ports
-  // are opened by the tools (atp-ps, atp-throughput); transport_available
-  // says what this build has.
-  m.def(
-      "transport_available",
-      [](const std::string& kind) {
-        return TransportAvailable(ValueOrThrow(ParseTransportKind(kind)));
-      },
-      py::arg("kind"), "Whether this build can open 'kernel_udp', 'loopback' or 'dpdk'.");
-
-  py::class_<TransportOptions> t(m, "TransportOptions",
-                                 "A kernel-UDP device: TransportOptions.kernel_udp(...).");
-  t.def_static(
-       "kernel_udp",
-       [](const std::string& address, const std::string& bind, uint32_t queues,
-          const std::string& gateway, bool whole_frame, uint16_t base_port,
-          const std::vector<std::pair<std::string, std::string>>& peers) {
-         TransportOptions o;
-         o.kind = TransportKind::kKernelUdp;
-         o.kernel_udp.address = MakeDeviceAddress(address, "");
-         o.kernel_udp.bind = ParseSocketAddress(bind);
-         o.kernel_udp.device.num_queues = queues;
-         o.kernel_udp.device.base_port = base_port;
-         o.kernel_udp.encapsulation = whole_frame ? transport::KernelUdpEncapsulation::kWholeFrame
-                                                  : transport::KernelUdpEncapsulation::kAtpMessage;
-         if (!gateway.empty()) o.kernel_udp.gateway = ParseSocketAddress(gateway);
-         for (const auto& [peer_ip, socket] : peers) {
-           const transport::SocketAddress s = ParseSocketAddress(socket);
-           o.kernel_udp.peers.push_back(transport::KernelUdpPeer::FromPortRange(
-               MakeDeviceAddress(peer_ip, ""), s.ip, s.port, queues));
-         }
-         return o;
-       },
-       py::arg("address"), py::arg("bind"), py::arg("queues") = 1, py::arg("gateway") = "",
-       py::arg("whole_frame") = false, py::arg("base_port") = wire::kDefaultBasePort,
-       py::arg("peers") = std::vector<std::pair<std::string, std::string>>{},
-       "address: this node's ATP IPv4; bind: 'IP:PORT' of queue 0 (queue i: PORT+i); gateway: "
-       "'IP:PORT' of the ToR switch (kWholeFrame overlay: whole_frame=True); peers: "
-       "[(atp_ipv4, 'IP:PORT of its queue 0')].")
-      .def_property_readonly("kind", [](const TransportOptions& o) {
-        return std::string(TransportKindName(o.kind));
-      });
-  t.def("validate", [](const TransportOptions& o) { ThrowIfError(o.Validate()); });
 }
 
 }  // namespace atp::python

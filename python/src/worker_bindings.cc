@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "atp/transport_factory.h"
 #include "atp/worker.h"
@@ -21,6 +22,7 @@
 #include "pybind11/stl.h"
 #include "python/src/bindings.h"
 #include "python/src/float_buffer.h"
+#include "python/src/metrics_server.h"
 #include "python/src/status.h"
 
 namespace atp::python {
@@ -177,12 +179,21 @@ class PyWorker {
 
   py::dict Stats() { return WorkerStatsDict(Live().stats()); }
 
+  std::shared_ptr<PyMetricsServer> ServeMetrics(int port, const std::string& address) {
+    std::shared_ptr<PyMetricsServer> server = PyMetricsServer::ServeWorker(Live(), port, address);
+    metrics_.push_back(server);
+    return server;
+  }
+
   // Close: stops the I/O threads (running operations finish with
   // CancelledError), then lets go of their memory. Idempotent. Called with
   // the GIL held (from Python, or pybind11's deallocation), which it
-  // releases while the threads stop: their on_done callbacks take it.
+  // releases while the threads stop: their on_done callbacks take it. Its
+  // metrics servers stop first: a scrape reads the Worker.
   void Close() {
     if (worker_ == nullptr) return;
+    for (const std::shared_ptr<PyMetricsServer>& server : metrics_) server->Close();
+    metrics_.clear();
     std::unique_ptr<Worker> worker = std::move(worker_);
     {
       py::gil_scoped_release release;
@@ -207,6 +218,7 @@ class PyWorker {
 
   std::unique_ptr<Worker> worker_;
   std::deque<PyHandle> running_;  // under the GIL
+  std::vector<std::shared_ptr<PyMetricsServer>> metrics_;  // closed before worker_ goes
 };
 
 }  // namespace
@@ -239,6 +251,11 @@ void RegisterWorker(py::module_& m) {
       .def("pull", &PyWorker::Pull, py::arg("key"), py::arg("output"))
       .def("discard", &PyWorker::Discard, py::arg("key"))
       .def("stats", &PyWorker::Stats, "A snapshot of the counters (atp::WorkerStats) as a dict.")
+      .def("serve_metrics", &PyWorker::ServeMetrics, py::arg("port") = 0,
+           py::arg("address") = "127.0.0.1",
+           "Serves the counters as Prometheus metrics on http://address:port/metrics (port 0: "
+           "any free one, see .port) until the returned atp.MetricsServer or this Worker is "
+           "closed. RuntimeError when metrics_available() is False.")
       .def("close", &PyWorker::Close)
       .def_property_readonly("closed", &PyWorker::closed)
       .def("__enter__", [](PyWorker& w) -> PyWorker& { return w; }, py::return_value_policy::reference)
