@@ -22,6 +22,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "atp/metrics.h"
 #include "atp/parameter_server.h"
@@ -77,6 +78,7 @@ nlohmann::json PsStatsJson(const ParameterServerStats& s) {
           {"unexpected_ack", s.unexpected_ack},
           {"completed", s.completed},
           {"fp_completed", s.fp_completed},
+          {"switch_completed", s.switch_completed},
           {"collisions_rehashed", s.collisions_rehashed},
           {"overflow_requests", s.overflow_requests},
           {"orphans_released", s.orphans_released},
@@ -85,21 +87,22 @@ nlohmann::json PsStatsJson(const ParameterServerStats& s) {
 
 // AggregationLine: "is it aggregating?" since `before`: of the fragments
 // completed here, how many arrived whole from the switches (one
-// contribution each: every worker's data already summed) and how many the
-// PS summed itself, and why (docs/observability.md).
+// contribution, every rack already summed), how many the PS summed itself
+// from several contributions, how many took the float path, and why
+// (docs/observability.md).
 std::string AggregationLine(uint8_t job, const ParameterServerStats& now,
                             const ParameterServerStats& before) {
   const uint64_t completed = now.completed - before.completed;
   const uint64_t fp = now.fp_completed - before.fp_completed;
-  const uint64_t contributions = now.contributions - before.contributions;
-  const uint64_t integer = completed - fp;
-  // Each integer completion took at least one contribution; every extra one
-  // is a partial aggregate (a rack or worker the switches did not sum).
-  const uint64_t partial = contributions > integer ? contributions - integer : 0;
+  const uint64_t whole = now.switch_completed - before.switch_completed;
+  const uint64_t summed_here = completed - fp - whole;
+  const double whole_percent =
+      completed == 0 ? 0.0 : 100.0 * static_cast<double>(whole) / static_cast<double>(completed);
   return absl::StrCat(
-      "atp-ps: job ", job, " aggregating? ", completed, " fragments completed: ", integer,
-      " integer from ", contributions, " contributions (", partial,
-      " more than one per fragment: summed here), ", fp, " on the float path; ",
+      "atp-ps: job ", job, " aggregating? ", completed, " fragments completed: ", whole,
+      " whole from the switches (", absl::StrFormat("%.1f", whole_percent), "%), ", summed_here,
+      " summed here from ", now.contributions - before.contributions, " contributions, ", fp,
+      " on the float path; ",
       now.collisions_rehashed - before.collisions_rehashed, " collisions, ",
       now.duplicates - before.duplicates, " duplicates, ",
       now.orphans_released - before.orphans_released, " orphans released, ",

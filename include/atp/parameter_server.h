@@ -73,6 +73,10 @@ struct ParameterServerStats {
   // Events.
   uint64_t completed = 0;            // fragments completed (integer and float)
   uint64_t fp_completed = 0;         // of those, on the float32 overflow path
+  uint64_t switch_completed = 0;     // of those, integer fragments that arrived whole from
+                                     // the switches (one contribution, every rack summed);
+                                     // completed - fp_completed - switch_completed: summed
+                                     // here from several contributions
   uint64_t collisions_rehashed = 0;  // completions that carried a new aggregator index
   uint64_t overflow_requests = 0;
   uint64_t orphans_released = 0;  // partial fragments (integer or float32) dropped after

@@ -60,8 +60,12 @@ std::vector<Metric> ParameterServerMetrics(const ParameterServerStats& s) {
     b.Counter("gradients_total", "Gradient messages given to the engine, by outcome.", value,
               {{"outcome", outcome}});
   }
-  b.Counter("completed_total", "Fragments completed, by path (integer sums or the float32 overflow path).",
-            s.completed - s.fp_completed, {{"path", "integer"}});
+  b.Counter("completed_total",
+            "Fragments completed, by path: switch (arrived whole from the switches), ps (summed "
+            "here from several contributions), float (the float32 overflow path).",
+            s.switch_completed, {{"path", "switch"}});
+  b.Counter("completed_total", "", s.completed - s.fp_completed - s.switch_completed,
+            {{"path", "ps"}});
   b.Counter("completed_total", "", s.fp_completed, {{"path", "float"}});
   b.Counter("collisions_rehashed_total", "Completions that carried a new aggregator index.",
             s.collisions_rehashed);

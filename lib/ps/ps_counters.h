@@ -37,6 +37,11 @@ struct PsCounters {
   // Events and sends.
   uint64_t completed = 0;            // seqs completed (integer and float)
   uint64_t fp_completed = 0;         // of those, completed on the float path
+  uint64_t switch_completed = 0;     // of those, integer seqs completed by one contribution
+                                     // the switches had fully aggregated (edge set, the
+                                     // first contribution covering every worker); the rest,
+                                     // completed - fp_completed - switch_completed, the PS
+                                     // summed from several contributions
   uint64_t param_sent = 0;           // parameter packets sent on completion
   uint64_t collisions_rehashed = 0;  // completions that carried a new aggregator index
   uint64_t overflows = 0;            // seqs that entered the float path

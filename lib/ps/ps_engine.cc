@@ -209,6 +209,9 @@ void PsEngine::OnIntegerOrIdle(JobState& job, size_t index, const wire::AtpMessa
     return;
   }
   ++counters_.contributions;
+  // Whole from the switches: the first contribution, already summed over
+  // every rack (edge set), completes the seq on its own.
+  const bool first_from_switches = slot.mode == SlotMode::kIdle && header.edge;
   NoteContribution(slot, header);
   if (HasInt32Bound(message.payload)) {
     // A switch saturated on the way: the integer sum is lost.
@@ -229,6 +232,7 @@ void PsEngine::OnIntegerOrIdle(JobState& job, size_t index, const wire::AtpMessa
     return;
   }
   StoreInt32Sums(slot.sums, job.completed[index].payload);
+  if (first_from_switches) ++counters_.switch_completed;
   Complete(job, index, header.seq, sink);
 }
 

@@ -37,6 +37,7 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.unexpected_ack += s.unexpected_ack;
   total.completed += s.completed;
   total.fp_completed += s.fp_completed;
+  total.switch_completed += s.switch_completed;
   total.collisions_rehashed += s.collisions_rehashed;
   total.overflow_requests += s.overflow_requests;
   total.orphans_released += s.orphans_released;

@@ -65,6 +65,7 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.unexpected_ack += c.unexpected_ack;
   stats.completed += c.completed;
   stats.fp_completed += c.fp_completed;
+  stats.switch_completed += c.switch_completed;
   stats.collisions_rehashed += c.collisions_rehashed;
   stats.overflow_requests += c.overflow_requests;
   stats.orphans_released += c.orphans_released;

@@ -38,6 +38,7 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   d["unexpected_ack"] = s.unexpected_ack;
   d["completed"] = s.completed;
   d["fp_completed"] = s.fp_completed;
+  d["switch_completed"] = s.switch_completed;
   d["collisions_rehashed"] = s.collisions_rehashed;
   d["overflow_requests"] = s.overflow_requests;
   d["orphans_released"] = s.orphans_released;

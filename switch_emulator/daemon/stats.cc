@@ -76,6 +76,18 @@ nlohmann::json ToJson(const SwitchdStats& stats) {
   j["ports"] = nlohmann::json::array();
   for (const PortStats& p : stats.ports) j["ports"].push_back(PortJson(p));
   j["pipeline"] = PipelineJson(stats.pipeline);
+  j["jobs"] = nlohmann::json::array();
+  for (const JobStats& job : stats.jobs) {
+    const switch_emulator::PipelineJobCounters& c = job.counters;
+    j["jobs"].push_back({{"job", job.job},
+                         {"completed", c.completed},
+                         {"collisions", c.collisions},
+                         {"resend_to_ps", c.resend_to_ps},
+                         {"flushed", c.flushed},
+                         {"forwarded_fp", c.forwarded_fp},
+                         {"not_aggregated", c.not_aggregated},
+                         {"orphaned", c.orphaned}});
+  }
   j["aggregators_in_use"] = stats.aggregators_in_use;
   j["aggregators"] = stats.aggregators;
   j["routing"] = {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/metrics/metric_builder.h"
 
@@ -26,6 +27,21 @@ PipelineCounters Delta(const PipelineCounters& now, const PipelineCounters* befo
   d.duplicates -= before->duplicates;
   d.completed -= before->completed;
   d.flushed -= before->flushed;
+  d.orphaned -= before->orphaned;
+  return d;
+}
+
+// JobDelta: now - before for one job's counters (before: zeros when null).
+switch_emulator::PipelineJobCounters JobDelta(const switch_emulator::PipelineJobCounters& now,
+                                              const switch_emulator::PipelineJobCounters* before) {
+  if (before == nullptr) return now;
+  switch_emulator::PipelineJobCounters d = now;
+  d.completed -= before->completed;
+  d.collisions -= before->collisions;
+  d.resend_to_ps -= before->resend_to_ps;
+  d.flushed -= before->flushed;
+  d.forwarded_fp -= before->forwarded_fp;
+  d.not_aggregated -= before->not_aggregated;
   d.orphaned -= before->orphaned;
   return d;
 }
@@ -88,6 +104,23 @@ std::vector<Metric> SwitchdMetrics(const SwitchdStats& s) {
               c.malformed_by_reason[i],
               {{"reason", std::string(wire::DecodeErrorName(static_cast<wire::DecodeError>(i)))}});
   }
+  for (const JobStats& job : s.jobs) {
+    const switch_emulator::PipelineJobCounters& j = job.counters;
+    const std::string id = absl::StrCat(job.job);
+    b.Counter("job_completed_total",
+              "Aggregations this switch completed for the job (fan-in reached; each level counts).",
+              j.completed, {{"job", id}});
+    const std::pair<const char*, uint64_t> to_ps[] = {
+        {"collision", j.collisions}, {"resend", j.resend_to_ps},   {"flush", j.flushed},
+        {"float", j.forwarded_fp},   {"not_aggregated", j.not_aggregated}};
+    for (const auto& [reason, value] : to_ps) {
+      b.Counter("job_to_ps_total",
+                "The job's frames sent on toward the PS without a complete aggregate, by reason.",
+                value, {{"job", id}, {"reason", reason}});
+    }
+    b.Counter("job_orphaned_total", "The job's partial aggregates released as orphans.", j.orphaned,
+              {{"job", id}});
+  }
   b.Gauge("aggregators_in_use", "Aggregators holding a partial aggregate.",
           static_cast<double>(s.aggregators_in_use));
   b.Gauge("aggregators", "Aggregators of the switch.", static_cast<double>(s.aggregators));
@@ -103,7 +136,10 @@ std::vector<Metric> SwitchdMetrics(const SwitchdStats& s) {
   return b.Take();
 }
 
-std::string AggregationLine(const SwitchdStats& now, const SwitchdStats* before) {
+namespace {
+
+// TotalLine: the line for every job together.
+std::string TotalLine(const SwitchdStats& now, const SwitchdStats* before) {
   const PipelineCounters d = Delta(now.pipeline, before == nullptr ? nullptr : &before->pipeline);
   // Gradients the pipeline looked at: everything ATP and well formed that is
   // not a parameter packet.
@@ -115,6 +151,32 @@ std::string AggregationLine(const SwitchdStats& now, const SwitchdStats* before)
       now.name, gradients, d.aggregated, Percent(d.aggregated, gradients), d.completed,
       d.collisions, d.resend_to_ps, d.forwarded_fp, d.not_aggregated, d.duplicates, d.flushed,
       d.orphaned, now.aggregators_in_use, now.aggregators);
+}
+
+}  // namespace
+
+std::string AggregationLine(const SwitchdStats& now, const SwitchdStats* before) {
+  std::string lines = TotalLine(now, before);
+  for (size_t k = 0; k < now.jobs.size(); ++k) {
+    // Jobs come in configuration order, which never changes while running.
+    const bool comparable = before != nullptr && k < before->jobs.size() &&
+                            before->jobs[k].job == now.jobs[k].job;
+    const switch_emulator::PipelineJobCounters d =
+        JobDelta(now.jobs[k].counters, comparable ? &before->jobs[k].counters : nullptr);
+    // Every frame of the job this switch sends on toward the PS is either a
+    // complete aggregate or one of the reasons.
+    const uint64_t incomplete =
+        d.collisions + d.resend_to_ps + d.flushed + d.forwarded_fp + d.not_aggregated;
+    absl::StrAppendFormat(
+        &lines,
+        "\n%s: job %u aggregating? %u completed here (%.1f%% of the %u frames sent on); "
+        "sent on incomplete: %u collisions, %u resends, %u flushed partials, %u float, "
+        "%u not aggregated here; %u orphaned",
+        now.name, now.jobs[k].job, d.completed, Percent(d.completed, d.completed + incomplete),
+        d.completed + incomplete, d.collisions, d.resend_to_ps, d.flushed, d.forwarded_fp,
+        d.not_aggregated, d.orphaned);
+  }
+  return lines;
 }
 
 }  // namespace atp::switchd

@@ -354,6 +354,9 @@ SwitchdStats SwitchHost::Collect() const {
     s.ports.push_back(std::move(ps));
   }
   s.pipeline = pipeline_.counters();
+  for (const switch_emulator::JobConfig& job : options_.pipeline.jobs) {
+    s.jobs.push_back({job.job, pipeline_.job_counters(job.job)});
+  }
   s.aggregators_in_use = pipeline_.aggregators_in_use();
   s.aggregators = options_.pipeline.aggregator_count;
   s.routing = routing_;

@@ -43,11 +43,18 @@ struct PortStats {
   uint64_t tx_held = 0;             // frames its queues still held at the last flush
 };
 
+// JobStats: one job of the pipeline's table and what became of its gradients.
+struct JobStats {
+  uint8_t job = 0;
+  switch_emulator::PipelineJobCounters counters;
+};
+
 struct SwitchdStats {
   std::string name;
   double uptime_s = 0;
   std::vector<PortStats> ports;
   switch_emulator::PipelineCounters pipeline;
+  std::vector<JobStats> jobs;  // the pipeline's jobs, in configuration order
   uint64_t aggregators_in_use = 0;
   uint64_t aggregators = 0;
   RoutingCounters routing;

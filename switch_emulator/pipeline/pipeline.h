@@ -31,6 +31,7 @@
 #ifndef ATP_SWITCH_EMULATOR_PIPELINE_PIPELINE_H_
 #define ATP_SWITCH_EMULATOR_PIPELINE_PIPELINE_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -135,6 +136,8 @@ class SwitchPipeline {
   PipelineMode mode() const { return mode_; }
 
   const PipelineCounters& counters() const { return counters_; }
+  // job_counters: one job's counters (all zero for a job not in the table).
+  const PipelineJobCounters& job_counters(uint8_t job) const { return job_counters_[job]; }
   size_t aggregators_in_use() const { return in_use_; }
   // aggregators: read-only view, for tests and statistics.
   const AggregatorArray& aggregators() const { return aggregators_; }
@@ -202,8 +205,8 @@ class SwitchPipeline {
   // Claim: rule 4 on free aggregator `i`.
   template <AggregationLevel kLevel, class Path>
   AggregateStep Claim(uint8_t* frame, const HeaderWords& h, size_t i, TimePoint now);
-  // Collide: rule 5.
-  AggregateStep Collide(uint8_t* frame, uint16_t fan_flags);
+  // Collide: rule 5 for a frame of `job`.
+  AggregateStep Collide(uint8_t* frame, uint16_t fan_flags, uint8_t job);
   // Duplicate: rule 6's duplicate on aggregator `i`.
   AggregateStep Duplicate(uint8_t* frame, uint16_t fan_flags, size_t i);
   // Complete: rule 6's completion: write aggregator `i` into the frame and release it.
@@ -240,6 +243,10 @@ class SwitchPipeline {
   size_t scan_cursor_ = 0;
   size_t in_use_ = 0;
   PipelineCounters counters_;
+  // [job id]: only the rarer events (see PipelineJobCounters); job 0 unused.
+  std::array<PipelineJobCounters, wire::kMaxJobId + 1> job_counters_{};
+  // JobOf: the counters of the job that owns aggregator state `s` (not free).
+  PipelineJobCounters& JobOf(const AggregatorState& s) { return job_counters_[s.job()]; }
 };
 
 }  // namespace atp::switch_emulator

@@ -69,6 +69,21 @@ struct PipelineCounters {
   uint64_t wipes = 0;           // WipeState calls
 };
 
+// PipelineJobCounters: what became of one job's gradients here, by reason.
+// Counted only on the rarer events (a completion, a frame sent on to the PS,
+// an orphan), never for a frame that is simply absorbed, so the per-packet
+// path stays as it was. Sum over jobs: the PipelineCounters of the same name.
+struct PipelineJobCounters {
+  uint64_t completed = 0;       // rule 6: fan-in reached (each level counts)
+  uint64_t collisions = 0;      // rule 5: to the PS, the aggregator held another seq
+                                // (in ATP, "no free aggregator" is a collision)
+  uint64_t resend_to_ps = 0;    // rule 4: a resend that found a free aggregator
+  uint64_t flushed = 0;         // rule 6: a partial result flushed by a resend
+  uint64_t forwarded_fp = 0;    // rule 3: float32 data, never aggregated
+  uint64_t not_aggregated = 0;  // forward-only mode, or a level not aggregated here
+  uint64_t orphaned = 0;        // rule 7
+};
+
 }  // namespace atp::switch_emulator
 
 #endif  // ATP_SWITCH_EMULATOR_PIPELINE_PIPELINE_CONFIG_H_

@@ -191,6 +191,7 @@ ATP_HOT void SwitchPipeline::ScanOne(TimePoint now) {
   // (A free aggregator's owner is 0: the mask keeps it out.)
   const uint32_t untouched = now - s.timestamp > orphan_timeout_ ? ~0u : 0u;
   if ((s.owner & AsData(untouched)) != 0) [[unlikely]] {
+    ++JobOf(s).orphaned;
     Release(scan_cursor_);
     ++counters_.orphaned;
   }
@@ -324,6 +325,7 @@ ATP_HOT Decision SwitchPipeline::ProcessWith(std::span<uint8_t> frame, TimePoint
   // levels_aggregated_ is 0 in kForwardOnly mode.
   if ((job.levels & static_cast<uint8_t>(level) & levels_aggregated_) == 0) [[unlikely]] {
     ++counters_.not_aggregated;
+    ++job_counters_[h.job()].not_aggregated;
     return {Verdict::kToPs};
   }
   const AggregateStep step = level == AggregationLevel::kLevel1
@@ -366,6 +368,7 @@ ATP_COLD Decision SwitchPipeline::AckOrFp(const uint8_t* frame, const JobEntry& 
   }
   // Rule 3: float32 data is never aggregated.
   ++counters_.forwarded_fp;
+  ++job_counters_[h.job()].forwarded_fp;
   return {Verdict::kToPs};
 }
 
@@ -381,7 +384,7 @@ ATP_HOT SwitchPipeline::AggregateStep SwitchPipeline::AggregateAt(uint8_t* frame
   if (s.is_free()) return Claim<kLevel, Path>(frame, h, i, now);
   // Rule 5: owned by another aggregation (see AggregatorState).
   if (!s.Owns(h.job_seq, kLevel, FanIn(h, kLevel), kLevel1 ? h.bitmap1 : 0)) [[unlikely]] {
-    return Collide(frame, h.fan_flags);
+    return Collide(frame, h.fan_flags, h.job());
   }
   // Rule 6: ours. A duplicate adds nothing.
   const uint32_t bitmap = kLevel1 ? h.bitmap0 : h.bitmap1;
@@ -443,6 +446,7 @@ ATP_HOT SwitchPipeline::AggregateStep SwitchPipeline::Claim(uint8_t* frame, cons
                                                             size_t i, TimePoint now) {
   if (Has(h, FrameView::kResend)) [[unlikely]] {
     ++counters_.resend_to_ps;
+    ++job_counters_[h.job()].resend_to_ps;
     return AggregateStep::kToPs;
   }
   constexpr bool kLevel1 = kLevel == AggregationLevel::kLevel1;
@@ -466,8 +470,10 @@ ATP_HOT SwitchPipeline::AggregateStep SwitchPipeline::Claim(uint8_t* frame, cons
   return AggregateStep::kAbsorbed;
 }
 
-ATP_COLD SwitchPipeline::AggregateStep SwitchPipeline::Collide(uint8_t* frame, uint16_t fan_flags) {
+ATP_COLD SwitchPipeline::AggregateStep SwitchPipeline::Collide(uint8_t* frame, uint16_t fan_flags,
+                                                               uint8_t job) {
   ++counters_.collisions;
+  ++job_counters_[job].collisions;
   if ((fan_flags & FrameView::kResend) == 0) {
     StoreFlags(frame, fan_flags | FrameView::kCollision | FrameView::kResend);
   }
@@ -484,6 +490,7 @@ ATP_COLD SwitchPipeline::AggregateStep SwitchPipeline::Duplicate(uint8_t* frame,
 template <class Path>
 ATP_HOT SwitchPipeline::AggregateStep SwitchPipeline::Complete(uint8_t* frame, size_t i) {
   WriteOut<Path>(frame, i);
+  ++JobOf(aggregators_.state(i)).completed;
   Release(i);
   ++counters_.completed;
   return AggregateStep::kCompleted;
@@ -501,6 +508,7 @@ ATP_HOT SwitchPipeline::AggregateStep SwitchPipeline::CompleteWithAdd(uint8_t* f
                                                         : wire::internal::kBitmap1Offset),
              s.bitmap | bitmap);
   if (s.ecn) StoreFlags(frame, LoadFlags(frame) | FrameView::kEcn);
+  ++JobOf(s).completed;
   Release(i);
   ++counters_.completed;
   return AggregateStep::kCompleted;
@@ -508,6 +516,7 @@ ATP_HOT SwitchPipeline::AggregateStep SwitchPipeline::CompleteWithAdd(uint8_t* f
 
 ATP_COLD SwitchPipeline::AggregateStep SwitchPipeline::Flush(uint8_t* frame, size_t i) {
   WriteOut<DynamicPath>(frame, i);
+  ++JobOf(aggregators_.state(i)).flushed;
   Release(i);
   ++counters_.flushed;
   return AggregateStep::kToPs;  // edge and resend unchanged: a partial result

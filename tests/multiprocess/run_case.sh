@@ -401,6 +401,24 @@ PY
       from_json=$(json "$out/tor0.after.json" "d['pipeline']['${pair#*:}']")
       [[ $from_metrics -eq $from_json ]] || fail "tor0 ${pair%%:*}: metrics $from_metrics, stats JSON $from_json"
     done
+    # Per job: tor0 aggregates job 1 only, so its per-job counts are the totals.
+    for pair in completed:completed collision:collisions resend:resend_to_ps flush:flushed; do
+      if [[ ${pair%%:*} == completed ]]; then
+        from_metrics=$(metric "$out/tor0.after.prom" atp_switch_job_completed_total job=1)
+      else
+        from_metrics=$(metric "$out/tor0.after.prom" atp_switch_job_to_ps_total job=1 reason="${pair%%:*}")
+      fi
+      from_json=$(json "$out/tor0.after.json" "[j['${pair#*:}'] for j in d['jobs'] if j['job'] == 1][0]")
+      total=$(json "$out/tor0.after.json" "d['pipeline']['${pair#*:}']")
+      [[ $from_metrics -eq $from_json && $from_json -eq $total ]] ||
+        fail "tor0 job 1 ${pair#*:}: metrics $from_metrics, stats JSON $from_json, all jobs $total"
+    done
+    by_path=""
+    for path in switch ps float; do
+      by_path+=" $path $(metric "$out/ps1.after.prom" atp_ps_completed_total job=1 path=$path)"
+    done
+    [[ $(metric "$out/ps1.after.prom" atp_ps_completed_total job=1 path=float) -eq 0 ]] ||
+      fail "ps1: float completions in an integer job"
     for port in $(json "$out/tor0.after.json" '" ".join(p["name"] for p in d["ports"])'); do
       rx=$(metric "$out/tor0.after.prom" atp_switch_frames_total port="$port" direction=rx)
       from_json=$(json "$out/tor0.after.json" "[p['rx_frames'] for p in d['ports'] if p['name'] == '$port'][0]")
@@ -412,7 +430,7 @@ PY
       worker_rx=$((worker_rx + $(metric "$out/tor0.after.prom" atp_switch_frames_total port="$port" direction=rx)))
     done
     [[ $worker_rx -ge $((2 * fragments)) ]] || fail "tor0 received $worker_rx frames from its workers, fewer than 2 x $fragments"
-    note "after the job: metrics equal the stats JSON; $completed fragments completed at the PS"
+    note "after the job: metrics equal the stats JSON; $completed fragments completed at the PS (by path:$by_path)"
     "$testbed" down --dir="$dir"
     for f in "$out/pcap/tor0/"w*-rx-00000.pcap "$out/pcap/ps1/ps-rx-00000.pcap"; do  # not the idle probe port
       [[ $(stat -c %s "$f") -gt 24 ]] || fail "capture $f is empty"

@@ -49,6 +49,7 @@ TEST(MetricsServerTest, ServesTheSourceAtEachScrape) {
         s.frames_received = frames.load();
         s.completed = 10;
         s.fp_completed = 4;
+        s.switch_completed = 5;
         return ParameterServerMetrics(s);
       });
   ASSERT_TRUE(server.ok()) << server.status();
@@ -56,7 +57,8 @@ TEST(MetricsServerTest, ServesTheSourceAtEachScrape) {
   std::string text = Scrape((*server)->port());
   EXPECT_NE(text.find("# TYPE atp_ps_frames_received_total counter"), std::string::npos) << text;
   EXPECT_NE(text.find("atp_ps_frames_received_total{job=\"7\"} 3"), std::string::npos) << text;
-  EXPECT_NE(text.find("atp_ps_completed_total{job=\"7\",path=\"integer\"} 6"), std::string::npos) << text;
+  EXPECT_NE(text.find("atp_ps_completed_total{job=\"7\",path=\"switch\"} 5"), std::string::npos) << text;
+  EXPECT_NE(text.find("atp_ps_completed_total{job=\"7\",path=\"ps\"} 1"), std::string::npos) << text;
   EXPECT_NE(text.find("atp_ps_completed_total{job=\"7\",path=\"float\"} 4"), std::string::npos) << text;
   frames = 5;
   text = Scrape((*server)->port());
@@ -99,6 +101,11 @@ TEST(MetricsTextTest, SwitchCountersByPortDirectionAndReason) {
   s.pipeline.aggregated = 9;
   s.pipeline.malformed_by_reason[static_cast<size_t>(wire::DecodeError::kJobZero)] = 2;
   s.aggregators_in_use = 5;
+  switchd::JobStats job{.job = 3};
+  job.counters.completed = 40;
+  job.counters.collisions = 2;
+  job.counters.forwarded_fp = 1;
+  s.jobs.push_back(job);
   const std::string text = MetricsText(switchd::SwitchdMetrics(s));
   EXPECT_NE(text.find("atp_switch_frames_total{port=\"w0\",direction=\"rx\"} 11"), std::string::npos) << text;
   EXPECT_NE(text.find("atp_switch_frames_total{port=\"w0\",direction=\"tx\"} 12"), std::string::npos) << text;
@@ -107,6 +114,10 @@ TEST(MetricsTextTest, SwitchCountersByPortDirectionAndReason) {
   EXPECT_NE(text.find("atp_switch_malformed_total{reason=\"job_zero\"} 2"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE atp_switch_aggregators_in_use gauge"), std::string::npos) << text;
   EXPECT_NE(text.find("atp_switch_aggregators_in_use 5"), std::string::npos) << text;
+  EXPECT_NE(text.find("atp_switch_job_completed_total{job=\"3\"} 40"), std::string::npos) << text;
+  EXPECT_NE(text.find("atp_switch_job_to_ps_total{job=\"3\",reason=\"collision\"} 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("atp_switch_job_to_ps_total{job=\"3\",reason=\"float\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("atp_switch_job_to_ps_total{job=\"3\",reason=\"resend\"} 0"), std::string::npos) << text;
 }
 
 TEST(AggregationLineTest, SaysWhatBecameOfTheGradientsSinceTheLastLine) {
@@ -122,6 +133,28 @@ TEST(AggregationLineTest, SaysWhatBecameOfTheGradientsSinceTheLastLine) {
   const std::string line = switchd::AggregationLine(now, &before);
   EXPECT_NE(line.find("180 gradient frames: 171 aggregated here (95.0%)"), std::string::npos) << line;
   EXPECT_NE(line.find("9 collisions"), std::string::npos) << line;
+}
+
+TEST(AggregationLineTest, OneLinePerJobWithItsCompletionsAndReasons) {
+  switchd::SwitchdStats before, now;
+  now.name = "tor0";
+  before.jobs = {{.job = 1}, {.job = 2}};
+  before.jobs[0].counters.completed = 10;
+  now.jobs = before.jobs;
+  now.jobs[0].counters.completed = 10 + 90;
+  now.jobs[0].counters.collisions = 6;
+  now.jobs[0].counters.resend_to_ps = 4;
+  now.jobs[1].counters.forwarded_fp = 7;
+  const std::string lines = switchd::AggregationLine(now, &before);
+  EXPECT_NE(lines.find("\ntor0: job 1 aggregating? 90 completed here (90.0% of the 100 frames sent "
+                       "on); sent on incomplete: 6 collisions, 4 resends, 0 flushed partials, "
+                       "0 float, 0 not aggregated here; 0 orphaned"),
+            std::string::npos)
+      << lines;
+  EXPECT_NE(lines.find("\ntor0: job 2 aggregating? 0 completed here (0.0% of the 7 frames sent on)"
+                       "; sent on incomplete: 0 collisions, 0 resends, 0 flushed partials, 7 float"),
+            std::string::npos)
+      << lines;
 }
 
 }  // namespace
