@@ -24,6 +24,7 @@
 #include "python/src/float_buffer.h"
 #include "python/src/metrics_server.h"
 #include "python/src/status.h"
+#include "python/src/worker_stats_dict.h"
 
 namespace atp::python {
 namespace py = pybind11;
@@ -71,55 +72,6 @@ void OnDone(const PyHandle& h, py::object callback) {
       e.discard_as_unraisable("atp.Handle.on_done callback");
     }
   });
-}
-
-py::dict QueueStatsDict(const WorkerQueueStatistics& q) {
-  py::dict d;
-  d["queue"] = q.queue;
-  d["frames_sent"] = q.frames_sent;
-  d["fragments_sent"] = q.fragments_sent;
-  d["retransmissions"] = q.retransmissions;
-  d["timeouts"] = q.timeouts;
-  d["loss_events"] = q.loss_events;
-  d["collisions"] = q.collisions;
-  d["ecn_marks"] = q.ecn_marks;
-  d["overflow_requests"] = q.overflow_requests;
-  d["parameter_packets"] = q.parameter_packets;
-  d["frames_received"] = q.frames_received;
-  d["decode_errors"] = q.decode_errors;
-  d["ignored"] = q.ignored;
-  d["tx_backpressure"] = q.tx_backpressure;
-  d["window"] = q.window;
-  d["ssthresh"] = q.ssthresh;
-  d["in_flight"] = q.in_flight;
-  d["queued_fragments"] = q.queued_fragments;
-  d["fragments_assigned"] = q.fragments_assigned;
-  d["srtt_s"] = absl::ToDoubleSeconds(q.srtt);
-  d["rto_s"] = absl::ToDoubleSeconds(q.rto);
-  return d;
-}
-
-py::dict WorkerStatsDict(const WorkerStats& s) {
-  py::dict d;
-  d["frames_sent"] = s.frames_sent;
-  d["fragments_sent"] = s.fragments_sent;
-  d["retransmissions"] = s.retransmissions;
-  d["timeouts"] = s.timeouts;
-  d["loss_events"] = s.loss_events;
-  d["collisions"] = s.collisions;
-  d["ecn_marks"] = s.ecn_marks;
-  d["overflow_requests"] = s.overflow_requests;
-  d["parameter_packets"] = s.parameter_packets;
-  d["frames_received"] = s.frames_received;
-  d["decode_errors"] = s.decode_errors;
-  d["ignored"] = s.ignored;
-  d["window"] = s.window;
-  d["operations_started"] = s.operations_started;
-  d["operations_finished"] = s.operations_finished;
-  py::list queues;
-  for (const WorkerQueueStatistics& q : s.queues) queues.append(QueueStatsDict(q));
-  d["queues"] = queues;
-  return d;
 }
 
 class PyWorker {

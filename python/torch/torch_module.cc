@@ -10,6 +10,7 @@
 #include "atp/transport_factory.h"
 #include "atp/worker.h"
 #include "pybind11/stl.h"
+#include "python/src/worker_stats_dict.h"
 #include "python/torch/process_group_atp.h"
 
 namespace py = pybind11;
@@ -51,15 +52,6 @@ PYBIND11_MODULE(_atp_torch, m) {
       .def(py::init(&atp::torch_backend::Create), py::arg("store"), py::arg("rank"),
            py::arg("size"), py::arg("options"), py::arg("transport"), py::arg("timeout_s"))
       .def("worker_stats", [](const ProcessGroupAtp& pg) {
-        const atp::WorkerStats s = pg.stats();
-        py::dict d;
-        d["fragments_sent"] = s.fragments_sent;
-        d["retransmissions"] = s.retransmissions;
-        d["timeouts"] = s.timeouts;
-        d["collisions"] = s.collisions;
-        d["overflow_requests"] = s.overflow_requests;
-        d["parameter_packets"] = s.parameter_packets;
-        d["operations_finished"] = s.operations_finished;
-        return d;
+        return atp::python::WorkerStatsDict(pg.stats());
       });
 }
