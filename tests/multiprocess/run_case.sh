@@ -26,11 +26,12 @@
 #                   frames (counted by tshark with tools/wireshark/atp.lua
 #                   when tshark is there)
 #   ecn             every switch's ECN threshold 0 (a mark whenever the egress
-#                   queue held a frame at its last flush): the job is exact and
-#                   the workers saw marked parameter packets (their congestion
-#                   control's signal); the core's CE marks (it aggregates
-#                   nothing) and the PS's CE-to-ecn count are printed. memif
-#                   only: a kernel UDP port has no queue depth (docs/switchd.md).
+#                   queue held a frame at its last flush): the job is exact;
+#                   the marks the workers saw (their congestion control's
+#                   signal), the core's CE marks (it aggregates nothing) and the
+#                   PS's CE-to-ecn count are printed, not required (the depth
+#                   is 0 whenever the reader keeps up). memif only: a kernel UDP
+#                   port has no queue depth (docs/switchd.md).
 #   garbage         malformed ATP frames sent into tor0's probe port: each one
 #                   counted (wrong length: by the port's transport; the others
 #                   by the pipeline, per DecodeError reason; all in the port's
@@ -250,7 +251,11 @@ case "$case_name" in
       m=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["ecn_marks"])' "$out/w1_$r.json")
       marks=$((marks + m))
     done
-    [[ $marks -gt 0 ]] || fail "no worker saw a marked parameter packet with ecn_threshold 0"
+    # Marks are reported, not required: a switch reads the depth its egress
+    # ring held at the last flush, which is 0 whenever the reader keeps up
+    # (a clean-clone run on a quiet machine saw no mark at all). The CE ->
+    # ecn -> worker path is asserted deterministically by
+    # LoopbackClusterTest.ForwardingSwitchesMarkCeAndThePsCarriesItToTheWorkers.
     snapshot core "$out/core.json"
     snapshot tor0 "$out/tor0.json"
     "$testbed" stats --dir="$dir" ps1 >"$out/ps1.json"
