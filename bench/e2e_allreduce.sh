@@ -3,24 +3,42 @@
 # one invocation, same ranks and sizes, every result verified, ratios printed.
 #
 #   flock /work/.busy.lock bench/e2e_allreduce.sh [--build=DIR] [--workers=N]
-#       [--floats=F] [--iterations=I] [--io_threads=T] [--racks=R]
+#       [--floats=F] [--iterations=I] [--io_threads=T] [--racks=1|2]
+#       [--demo_workers_per_rack=M] [--small_count=C] [--only=LIST]
 #
-# Defaults: 2 workers x 16 Mi floats (64 MiB) x 3 iterations, build dir
-# ./build. Each system runs N ranks (processes for gloo and MPI; the
-# in-process cluster's worker threads for libatp). Every program checks every
-# result against the exact sum and exits non-zero on a wrong one; the runner
-# then fails. Output: one line per system (per-worker bandwidth, ratio to
-# gloo), then the JSON lines the programs printed.
+# Defaults: 2 workers x 16 Mi floats (64 MiB) x 3 iterations, 1 I/O thread,
+# build dir ./build. Systems (--only: a comma-separated subset, default all):
 #
-# Then small operations (issue 9's wake-up floor): one 62-float fragment, 2
-# ranks: gloo's average allreduce time over --small_count operations beside
-# atp-ping --transport=kernel_udp's p50 (--small_count pings).
+#   gloo     gloo's ring allreduce, N processes (tcp, file store)
+#   mpi      Open MPI's MPI_Allreduce, N processes
+#   cluster  libatp's in-process cluster: N workers, switches and PS as
+#            threads of one process (atp-throughput --role=cluster)
+#   memif    libatp as processes on scripts/testbed over DPDK memif: N workers
+#            in --racks racks (1: one atp-switchd aggregating both levels, and
+#            atp-ps: "2 workers + atp-switchd + atp-ps"; 2: the demo's four
+#            switches), each worker with --io_threads queues
+#   udp      the same over the kernel UDP overlay (no DPDK)
+#   demo     the demo's topology (scripts/demo: memif, 2 racks x M workers,
+#            tor0 and tor1 at level 1, a forwarding core, torps at level 2)
+#            against gloo and MPI with 2*M ranks (run again at that size when
+#            2*M != N)
+#   small    one 62-float fragment, 2 ranks: gloo's average allreduce time
+#            over C operations beside atp-ping --transport=kernel_udp's p50
 #
-# Cases of issue 9 item 7 not run yet by this runner: libatp as processes
-# (2 workers + atp-switchd + atp-ps over memif, and over the kernel UDP
-# overlay: scripts/testbed) and the demo's two-rack topology; they print as
-# "not run".
+# Every program checks every result against the exact sum and exits non-zero
+# on a wrong one; the runner then fails (exit 1). Timing: gloo and MPI time
+# I iterations after an untimed warm-up; the process jobs run I+1 iterations
+# and the first (which waits for the last worker to start) is left out,
+# likewise, from each worker's per-iteration times; the in-process cluster
+# times all I. Bandwidth: tensor bytes / time per operation, per worker (the
+# mean over a job's workers). Output: a table (MB/s per worker, ratio to gloo
+# with the same ranks; for process jobs also each worker's window and
+# smoothed round trip at the end, and the CPU time atp-switchd and atp-ps used
+# and their time runnable but waiting for a CPU, as shares of the job's wall
+# time, from /proc/PID/task/*/schedstat), then the JSON lines the programs
+# printed. Exit 2 on a bad flag or a missing binary.
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
 
 build=build
 workers=2
@@ -28,7 +46,10 @@ floats=$((16 * 1024 * 1024))
 iterations=3
 io_threads=1
 racks=1
+demo_per_rack=2
 small_count=2000
+only="gloo,mpi,cluster,memif,udp,demo,small"
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 for arg in "$@"; do
   case "$arg" in
     --build=*) build="${arg#*=}" ;;
@@ -37,100 +58,271 @@ for arg in "$@"; do
     --iterations=*) iterations="${arg#*=}" ;;
     --io_threads=*) io_threads="${arg#*=}" ;;
     --racks=*) racks="${arg#*=}" ;;
+    --demo_workers_per_rack=*) demo_per_rack="${arg#*=}" ;;
     --small_count=*) small_count="${arg#*=}" ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --only=*) only="${arg#*=}" ;;
+    -h|--help) usage; exit 0 ;;
     *) echo "e2e_allreduce: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
 for pair in "workers:$workers" "floats:$floats" "iterations:$iterations" \
-            "io_threads:$io_threads" "racks:$racks" "small_count:$small_count"; do
+            "io_threads:$io_threads" "racks:$racks" "demo_workers_per_rack:$demo_per_rack" \
+            "small_count:$small_count"; do
   name="${pair%%:*}"; value="${pair#*:}"
-  if ! [[ "$value" =~ ^[1-9][0-9]*$ ]]; then
+  if ! [[ "$value" =~ ^[1-9][0-9]{0,9}$ ]]; then
     echo "e2e_allreduce: --$name must be a positive integer, got '$value'" >&2
     exit 2
   fi
 done
+bad() { echo "e2e_allreduce: $*" >&2; exit 2; }
+[[ $racks -le 2 ]] || bad "--racks=$racks: 1 or 2 (scripts/testbed's topologies)"
+[[ $((workers % racks)) -eq 0 && $((workers / racks)) -le 32 ]] ||
+  bad "--workers=$workers --racks=$racks: the racks hold the workers evenly, at most 32 each"
+[[ $io_threads -le 16 ]] || bad "--io_threads=$io_threads: 1..16"
+[[ $demo_per_rack -le 32 ]] || bad "--demo_workers_per_rack=$demo_per_rack: 1..32"
+declare -A run=()
+IFS=, read -r -a only_list <<<"$only"
+[[ ${#only_list[@]} -gt 0 ]] || bad "--only is empty"
+for s in "${only_list[@]}"; do
+  case "$s" in
+    gloo|mpi|cluster|memif|udp|demo|small) run[$s]=1 ;;
+    *) bad "--only=$only: '$s' is not one of gloo, mpi, cluster, memif, udp, demo, small" ;;
+  esac
+done
+wants() { [[ -n "${run[$1]:-}" ]]; }
 
 gloo="$build/bench/peers/gloo-allreduce"
 mpi="$build/bench/peers/mpi-allreduce"
 atp="$build/examples/atp_throughput/atp-throughput"
 ping="$build/examples/atp_ping/atp-ping"
-for bin in "$gloo" "$mpi" "$atp" "$ping"; do
-  [[ -x "$bin" ]] || { echo "e2e_allreduce: $bin missing: build it (cmake --build $build --target $(basename "$bin"))" >&2; exit 2; }
+switchd="$build/switch_emulator/daemon/atp-switchd"
+ps="$build/examples/atp_ps/atp-ps"
+need=()
+if wants gloo || wants demo; then need+=("$gloo"); fi
+if wants mpi || wants demo; then need+=("$mpi"); fi
+if wants cluster || wants memif || wants udp || wants demo; then need+=("$atp"); fi
+if wants memif || wants udp || wants demo; then need+=("$switchd" "$ps"); fi
+if wants small; then need+=("$gloo" "$ping"); fi
+for bin in "${need[@]}"; do
+  [[ -x "$bin" ]] || bad "$bin missing: build it (cmake --build $build --target $(basename "$bin"))"
 done
+if wants memif || wants demo; then
+  grep -q '#define ATP_HAVE_DPDK 1' "$build/include/atp/config.h" 2>/dev/null || {
+    echo "e2e_allreduce: $build has no DPDK transport: the memif and demo cases are left out" >&2
+    unset 'run[memif]' 'run[demo]'
+  }
+fi
+export ATP_BUILD_DIR="$build"
+# E2E_WORKER_FLAGS: more atp-throughput flags for the process jobs' workers
+# (scripts/testbed reads ATP_TESTBED_SWITCHD_FLAGS and ATP_TESTBED_PS_FLAGS
+# likewise): for measuring other settings; the table says they were set.
+read -r -a worker_flags <<<"${E2E_WORKER_FLAGS:-}"
 
 work=$(mktemp -d /tmp/e2e_allreduce.XXXXXX)
+testbeds=()
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for d in "${testbeds[@]}"; do "$root/scripts/testbed" down --dir="$d" >/dev/null 2>&1 || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
+wrong() { echo "e2e_allreduce: $*: wrong result" >&2; exit 1; }
 
 # json_field FILE KEY: a number or word from a one-line JSON object.
 json_field() { sed -n "s/.*\"$2\": *\([^,}]*\).*/\1/p" "$1" | head -1; }
 
-# gloo: N processes, TCP transport, file store rendezvous.
-mkdir -p "$work/store"
-for ((r = 1; r < workers; ++r)); do
-  "$gloo" --rank=$r --size="$workers" --floats="$floats" --iterations="$iterations" \
-      --store="$work/store" > /dev/null &
+# peers RANKS: gloo (processes, tcp, file store) and Open MPI with RANKS
+# ranks; writes gloo_RANKS.json and mpi_RANKS.json, checks both exact.
+peers() {
+  local n="$1" r
+  if wants gloo || wants demo; then
+    rm -rf "$work/store" && mkdir -p "$work/store"
+    for ((r = 1; r < n; ++r)); do
+      "$gloo" --rank=$r --size="$n" --floats="$floats" --iterations="$iterations" \
+          --store="$work/store" > /dev/null &
+      pids+=($!)
+    done
+    local ok=1
+    "$gloo" --rank=0 --size="$n" --floats="$floats" --iterations="$iterations" \
+        --store="$work/store" > "$work/gloo_$n.json" || ok=0
+    for p in "${pids[@]}"; do wait "$p" || ok=0; done
+    pids=()
+    [[ $ok -eq 1 ]] || { echo "e2e_allreduce: gloo ($n ranks): a rank failed (above)" >&2; exit 1; }
+    [[ "$(json_field "$work/gloo_$n.json" exact)" == "true" ]] || wrong "gloo ($n ranks)"
+  fi
+  if wants mpi || wants demo; then
+    # root needs --allow-run-as-root; --oversubscribe lets N exceed the cores.
+    mpirun --allow-run-as-root --oversubscribe -n "$n" "$mpi" "$floats" "$iterations" \
+        > "$work/mpi_$n.json"
+    [[ "$(json_field "$work/mpi_$n.json" exact)" == "true" ]] || wrong "Open MPI ($n ranks)"
+  fi
+}
+
+# sched_totals PID: "RUN WAIT SLICES" summed over the process's threads
+# (/proc/PID/task/*/schedstat: ns on a CPU, ns runnable but waiting for one,
+# times it was given a CPU).
+sched_totals() {
+  cat /proc/"$1"/task/*/schedstat 2>/dev/null |
+    awk '{ run += $1; wait += $2; n += $3 } END { printf "%.0f %.0f %.0f\n", run, wait, n }'
+}
+
+# testbed_job NAME VARIANT RACKS PER_RACK: a job of RACKS x PER_RACK worker
+# processes on a testbed of its own, every result checked; writes NAME.json
+# ({"MBps": per-worker mean, ...}) from the workers' JSON and progress lines.
+testbed_job() {
+  local name="$1" variant="$2" nracks="$3" per="$4" r n dir failed=0
+  n=$((nracks * per))
+  dir=$(mktemp -d "/tmp/e2e-$variant.XXXXXX")
+  testbeds+=("$dir")
+  "$root/scripts/testbed" up --variant="$variant" --dir="$dir" --racks="$nracks" \
+      --workers_per_rack="$per" --io_threads="$io_threads" 2> "$work/$name.up.err" ||
+    { cat "$work/$name.up.err" >&2; echo "e2e_allreduce: $name: testbed up failed" >&2; exit 1; }
+  local -a daemons=()
+  local d
+  for d in "$dir"/pids/*.pid; do daemons+=("$(basename "$d" .pid)"); done
+  declare -A sched0=()
+  for d in "${daemons[@]}"; do sched0[$d]=$(sched_totals "$(cat "$dir/pids/$d.pid")"); done
+  # A deadline far beyond any plausible run: 1 MB/s per worker, plus a minute.
+  local deadline=$((60 + floats * 4 * (iterations + 1) / 1000000))
+  local start
+  start=$(date +%s.%N)
+  for ((r = 0; r < n; ++r)); do
+    "$root/scripts/testbed" worker --dir="$dir" --job=1 --rank=$r --tensor_floats="$floats" \
+        --iterations=$((iterations + 1)) --seed=1 --deadline_s="$deadline" --json \
+        ${worker_flags[@]+"${worker_flags[@]}"} > "$work/$name.w$r.json" 2> "$work/$name.w$r.err" &
+    pids+=($!)
+  done
+  for ((r = 0; r < n; ++r)); do
+    if ! wait "${pids[$r]}"; then
+      failed=1
+      echo "e2e_allreduce: $name: worker $r failed:" >&2
+      tail -n 5 "$work/$name.w$r.err" >&2
+    fi
+  done
+  pids=()
+  local wall
+  wall=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { print a - b }')
+  # Per daemon: its CPU time and its time runnable but waiting for a CPU,
+  # as shares of the job's wall time, and the mean wait per time it ran.
+  local cpu_line=""
+  for d in "${daemons[@]}"; do
+    cpu_line+=" $d=$(echo "${sched0[$d]} $(sched_totals "$(cat "$dir/pids/$d.pid")")" | awk -v w="$wall" '{
+      run = ($4 - $1) / 1e9; wait = ($5 - $2) / 1e9; n = $6 - $3
+      printf "%.0f%%/wait %.0f%% (%.2f ms each)", 100 * run / w, 100 * wait / w, (n > 0) ? wait / n * 1e3 : 0 }')"
+  done
+  "$root/scripts/testbed" down --dir="$dir" >/dev/null 2>&1 || true
+  [[ $failed -eq 0 ]] || wrong "libatp $name"
+  /usr/bin/python3 - "$work" "$name" "$n" "$floats" "$iterations" "$cpu_line" > "$work/$name.json" <<'PY' ||
+import json, re, sys
+work, name, n, floats, iterations, cpu = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+rates, retrans, timeouts, sent, srtt, window = [], 0, 0, 0, [], []
+for r in range(n):
+    lines = open(f"{work}/{name}.w{r}.json").read().strip().splitlines()
+    w = json.loads(lines[-1])
+    if not (w["verified"] is True and w["wrong_values"] == 0 and w["completed_iterations"] == iterations + 1):
+        sys.exit(f"{name}: worker {r} not verified: {lines[-1]}")
+    secs = [float(m) for m in re.findall(r"\[\d+/\d+\] ([0-9.]+) s", open(f"{work}/{name}.w{r}.err").read())]
+    if len(secs) != iterations + 1:
+        sys.exit(f"{name}: worker {r}: {len(secs)} progress lines, expected {iterations + 1}")
+    rates.append(floats * 4 * iterations / sum(secs[1:]) / 1e6)
+    retrans += w["retransmissions"]; timeouts += w["timeouts"]; sent += w["frames_sent"]
+    srtt.append(w.get("srtt_us", 0)); window.append(w.get("window", 0))
+# srtt_us, window: each worker's at the end (queue 0's smoothed round trip; the
+# window summed over its queues), the mean: with 248 gradient bytes a frame,
+# window * 248 / srtt bounds a worker's rate.
+print(json.dumps({"system": name, "workers": n, "MBps": sum(rates) / n, "min_MBps": min(rates),
+                  "frames_sent": sent, "retransmissions": retrans, "timeouts": timeouts,
+                  "srtt_us": sum(srtt) / n, "window": sum(window) / n,
+                  "daemon_cpu": cpu.strip()}))
+PY
+    { echo "e2e_allreduce: $name: results not verified" >&2; exit 1; }
+}
+
+if wants gloo || wants mpi; then peers "$workers"; fi
+if wants cluster; then
+  # The in-process cluster: N workers, switches and PS as threads of one
+  # process, loopback transport.
+  "$atp" --role=cluster --workers="$workers" --racks="$racks" --io_threads="$io_threads" \
+      --tensor_floats="$floats" --iterations="$iterations" --json --progress=false \
+      > "$work/atp_cluster.json"
+  [[ "$(json_field "$work/atp_cluster.json" errors)" == "0" ]] || wrong "libatp in-process cluster"
+fi
+if wants memif; then testbed_job memif memif "$racks" $((workers / racks)); fi
+if wants udp; then testbed_job udp udp "$racks" $((workers / racks)); fi
+demo_ranks=$((2 * demo_per_rack))
+if wants demo; then
+  [[ $demo_ranks -eq $workers && -f "$work/gloo_$workers.json" && -f "$work/mpi_$workers.json" ]] ||
+    peers "$demo_ranks"
+  testbed_job demo memif 2 "$demo_per_rack"
+fi
+if wants small; then
+  rm -rf "$work/store" && mkdir -p "$work/store"
+  "$gloo" --rank=1 --size=2 --floats=62 --iterations="$small_count" --store="$work/store" > /dev/null &
   pids+=($!)
+  "$gloo" --rank=0 --size=2 --floats=62 --iterations="$small_count" --store="$work/store" \
+      > "$work/gloo_small.json"
+  for p in "${pids[@]}"; do wait "$p"; done
+  pids=()
+  [[ "$(json_field "$work/gloo_small.json" exact)" == "true" ]] || wrong "gloo (62 floats)"
+  "$ping" --transport=kernel_udp --workers=2 --count="$small_count" --json > "$work/ping.json"
+  [[ "$(json_field "$work/ping.json" errors)" == "0" ]] || wrong "atp-ping"
+fi
+
+# The table. gloo_of RANKS: gloo's MB/s with that many ranks ("" if not run).
+gloo_of() { [[ -f "$work/gloo_$1.json" ]] && json_field "$work/gloo_$1.json" bandwidth_MBps || true; }
+row() {  # LABEL MBPS GLOO_MBPS [NOTE]
+  awk -v l="$1" -v m="$2" -v g="$3" -v note="${4:-}" 'BEGIN {
+    if (m == "") { printf "  %-52s %10s\n", l, "not run"; exit }
+    if (g == "") printf "  %-52s %10.1f     -   %s\n", l, m, note
+    else printf "  %-52s %10.1f  %5.2fx  %s\n", l, m, m / g, note }'
+}
+printf "allreduce, %d ranks x %d floats (%.1f MiB) x %d iterations, %d I/O thread(s); MB/s per worker, ratio to gloo (same ranks)\n" \
+  "$workers" "$floats" "$(awk -v f="$floats" 'BEGIN { print f * 4 / 1048576 }')" "$iterations" "$io_threads"
+g=$(gloo_of "$workers")
+row "gloo ring allreduce (tcp, $workers processes)" "$g" "$g"
+row "Open MPI MPI_Allreduce ($workers processes)" \
+  "$([[ -f "$work/mpi_$workers.json" ]] && json_field "$work/mpi_$workers.json" bandwidth_MBps || true)" "$g"
+if [[ -f "$work/atp_cluster.json" ]]; then
+  row "libatp in-process cluster ($racks rack(s))" \
+    "$(awk -v a="$(json_field "$work/atp_cluster.json" goodput_bytes_per_s)" 'BEGIN { print a / 1e6 }')" "$g" \
+    "timeouts $(json_field "$work/atp_cluster.json" timeouts)"
+else
+  row "libatp in-process cluster" "" ""
+fi
+testbed_row() {  # NAME LABEL GLOO
+  if [[ -f "$work/$1.json" ]]; then
+    row "$2" "$(json_field "$work/$1.json" MBps)" "$3" \
+      "retx $(json_field "$work/$1.json" retransmissions), timeouts $(json_field "$work/$1.json" timeouts), srtt $(printf %.0f "$(json_field "$work/$1.json" srtt_us)") us, window $(printf %.0f "$(json_field "$work/$1.json" window)"); CPU:$(sed -n 's/.*"daemon_cpu": *"\([^"]*\)".*/ \1/p' "$work/$1.json")"
+  else
+    row "$2" "" ""
+  fi
+}
+topo="1 switch"; [[ $racks -eq 2 ]] && topo="4 switches"
+testbed_row memif "libatp processes over memif ($racks rack(s), $topo)" "$g"
+testbed_row udp "libatp processes over kernel UDP ($racks rack(s), $topo)" "$g"
+if wants demo; then
+  gd=$(gloo_of "$demo_ranks")
+  echo "the demo's topology: 2 racks x $demo_per_rack workers, $demo_ranks ranks"
+  row "gloo ring allreduce (tcp, $demo_ranks processes)" "$gd" "$gd"
+  row "Open MPI MPI_Allreduce ($demo_ranks processes)" \
+    "$(json_field "$work/mpi_$demo_ranks.json" bandwidth_MBps)" "$gd"
+  testbed_row demo "libatp demo topology over memif (4 switches + PS)" "$gd"
+fi
+if wants small; then
+  awk -v g="$(awk -v s="$(json_field "$work/gloo_small.json" seconds_per_op)" 'BEGIN { printf "%.1f", s * 1e6 }')" \
+      -v p="$(sed -n 's/.*"p50": *\([^,}]*\).*/\1/p' "$work/ping.json" | head -1)" -v n="$small_count" 'BEGIN {
+    printf "small operations, 2 ranks x 62 floats, %d each: microseconds\n", n
+    printf "  %-52s %10.1f\n", "gloo allreduce, average", g
+    printf "  %-52s %10.1f  (%.2fx gloo average)\n", "atp-ping --transport=kernel_udp, p50", p, p / g
+  }'
+fi
+for v in E2E_WORKER_FLAGS ATP_TESTBED_SWITCHD_FLAGS ATP_TESTBED_PS_FLAGS; do
+  [[ -z "${!v:-}" ]] || echo "note: $v='${!v}'"
 done
-"$gloo" --rank=0 --size="$workers" --floats="$floats" --iterations="$iterations" \
-    --store="$work/store" > "$work/gloo.json"
-for p in "${pids[@]}"; do wait "$p"; done
-pids=()
-
-# Open MPI: N processes (root needs --allow-run-as-root; --oversubscribe
-# lets N exceed the cores).
-mpirun --allow-run-as-root --oversubscribe -n "$workers" "$mpi" "$floats" "$iterations" \
-    > "$work/mpi.json"
-
-# libatp, in-process cluster: N workers, switches and PS as threads of one
-# process, loopback transport.
-"$atp" --role=cluster --workers="$workers" --racks="$racks" --io_threads="$io_threads" \
-    --tensor_floats="$floats" --iterations="$iterations" --json --progress=false \
-    > "$work/atp_cluster.json"
-
-# Small operations: 62 floats, 2 ranks.
-rm -rf "$work/store" && mkdir -p "$work/store"
-"$gloo" --rank=1 --size=2 --floats=62 --iterations="$small_count" --store="$work/store" > /dev/null &
-pids+=($!)
-"$gloo" --rank=0 --size=2 --floats=62 --iterations="$small_count" --store="$work/store" \
-    > "$work/gloo_small.json"
-for p in "${pids[@]}"; do wait "$p"; done
-pids=()
-"$ping" --transport=kernel_udp --workers=2 --count="$small_count" --json > "$work/ping.json"
-
-gloo_mbps=$(json_field "$work/gloo.json" bandwidth_MBps)
-mpi_mbps=$(json_field "$work/mpi.json" bandwidth_MBps)
-atp_bps=$(json_field "$work/atp_cluster.json" goodput_bytes_per_s)
-atp_errors=$(json_field "$work/atp_cluster.json" errors)
-atp_timeouts=$(json_field "$work/atp_cluster.json" timeouts)
-[[ "$(json_field "$work/gloo.json" exact)" == "true" ]] || { echo "gloo: wrong result" >&2; exit 1; }
-[[ "$(json_field "$work/mpi.json" exact)" == "true" ]] || { echo "openmpi: wrong result" >&2; exit 1; }
-[[ "$atp_errors" == "0" ]] || { echo "libatp in-process: $atp_errors wrong results" >&2; exit 1; }
-[[ "$(json_field "$work/gloo_small.json" exact)" == "true" ]] || { echo "gloo (62 floats): wrong result" >&2; exit 1; }
-[[ "$(json_field "$work/ping.json" errors)" == "0" ]] || { echo "atp-ping: wrong results" >&2; exit 1; }
-gloo_small_us=$(awk -v s="$(json_field "$work/gloo_small.json" seconds_per_op)" 'BEGIN { printf "%.1f", s * 1e6 }')
-ping_p50_us=$(sed -n 's/.*"p50": *\([^,}]*\).*/\1/p' "$work/ping.json" | head -1)
-
-awk -v w="$workers" -v f="$floats" -v it="$iterations" -v g="$gloo_mbps" -v m="$mpi_mbps" \
-    -v a="$atp_bps" -v t="$atp_timeouts" 'BEGIN {
-  printf "allreduce, %d ranks x %d floats (%.1f MiB) x %d iterations; MB/s per worker, ratio to gloo\n",
-         w, f, f * 4 / 1048576, it
-  printf "  %-44s %10.1f  1.00x\n", "gloo ring allreduce (tcp, processes)", g
-  printf "  %-44s %10.1f  %.2fx\n", "Open MPI MPI_Allreduce (processes)", m, m / g
-  printf "  %-44s %10.1f  %.2fx  (timeouts %d)\n", "libatp in-process cluster (atp-throughput)", a / 1e6, a / 1e6 / g, t
-  printf "  %-44s %10s\n", "libatp processes over memif", "not run"
-  printf "  %-44s %10s\n", "libatp processes over kernel UDP", "not run"
-  printf "  %-44s %10s\n", "libatp demo topology (2 racks)", "not run"
-}'
-awk -v g="$gloo_small_us" -v p="$ping_p50_us" -v n="$small_count" 'BEGIN {
-  printf "small operations, 2 ranks x 62 floats, %d each: microseconds\n", n
-  printf "  %-44s %10.1f\n", "gloo allreduce, average", g
-  printf "  %-44s %10.1f  (%.2fx gloo average)\n", "atp-ping --transport=kernel_udp, p50", p, p / g
-}'
 echo "--- raw"
-cat "$work/gloo.json" "$work/mpi.json" "$work/atp_cluster.json" "$work/gloo_small.json" "$work/ping.json"
+for f in "$work"/gloo_*.json "$work"/mpi_*.json "$work"/atp_cluster.json "$work"/memif.json \
+         "$work"/udp.json "$work"/demo.json "$work"/ping.json; do
+  [[ -f "$f" ]] && cat "$f"
+done
+exit 0

@@ -48,6 +48,12 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
+for pair in "seconds:$seconds" "runs:$runs" "tensor_floats:$tensor_floats" "iterations:$iterations"; do
+  if ! [[ "${pair#*:}" =~ ^[1-9][0-9]{0,9}$ ]]; then
+    echo "switchd_memif.sh: --${pair%%:*}=${pair#*:}: a positive integer" >&2
+    exit 2
+  fi
+done
 switchd="$build/switch_emulator/daemon/atp-switchd"
 testpmd=/usr/bin/dpdk-testpmd
 [[ -x "$switchd" ]] || { echo "missing $switchd (cmake --build $build --target atp-switchd)" >&2; exit 2; }

@@ -21,16 +21,12 @@
 // SIGTERM or the hold ends. Exit status: 0 every frame was sent; 1 the port
 // could not be opened or its link did not come up; 2 bad flags.
 //
-// It talks to DPDK (or, --port=udp, a plain UDP socket) directly, not through
-// atp::transport, because libatp's devices refuse to send anything that is not
-// a whole ATP frame.
+// It talks to DPDK (garbage_sender_dpdk.cc; or, --port=udp, a plain UDP
+// socket) directly, not through atp::transport, because libatp's devices
+// refuse to send anything that is not a whole ATP frame. Built without DPDK,
+// it has --port=udp only.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <rte_eal.h>
-#include <rte_ethdev.h>
-#include <rte_mbuf.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -55,9 +51,10 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "atp/config.h"
 #include "atp/transport.h"
-#include "atp/transport/dpdk.h"
 #include "atp/wire.h"
+#include "tests/multiprocess/garbage_sender.h"
 
 ABSL_FLAG(std::string, port, "memif", "Port kind: memif (no root) or af_packet (root).");
 ABSL_FLAG(std::string, memif_socket, "", "memif: the socket file of the switch port (a server).");
@@ -82,12 +79,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true, std::memory_order_relaxed); }
-
-// Garbage: one malformed frame and the DecodeError a switch must find in it.
-struct Garbage {
-  std::vector<uint8_t> bytes;
-  wire::DecodeError reason;
-};
 
 std::array<uint8_t, wire::kFrameBytes> ValidFrame(const wire::FrameFields& fields) {
   std::array<uint8_t, wire::kFrameBytes> frame{};
@@ -150,20 +141,6 @@ std::vector<Garbage> MakeGarbage(const wire::FrameFields& fields) {
   return out;
 }
 
-absl::Status EnterNetns(const std::string& name) {
-  if (name.empty()) return absl::OkStatus();
-  const std::string path = "/var/run/netns/" + name;
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return absl::NotFoundError(absl::StrCat("--netns: cannot open ", path, ": ", strerror(errno)));
-  const int rc = setns(fd, CLONE_NEWNET);
-  const int err = errno;
-  close(fd);
-  if (rc != 0)
-    return absl::PermissionDeniedError(absl::StrCat("--netns: setns ", name, ": ", strerror(err)));
-  return absl::OkStatus();
-}
-
 // ParseSockaddr: "IP:PORT" -> sockaddr_in.
 bool ParseSockaddr(const std::string& text, sockaddr_in* out) {
   const size_t colon = text.rfind(':');
@@ -188,34 +165,6 @@ void PrintResult(const std::vector<Garbage>& kinds, const std::vector<int>& sent
   }
   std::printf("{\"sent\": %d, \"by_reason\": {%s}}\n", sent, by_reason.c_str());
   std::fflush(stdout);
-}
-
-// SendAndHold: `count` rounds of every kind through `send` (true when the
-// frame left), the result line, then `drain` every 5 ms until --hold_s has
-// passed or a signal came. The exit status: 0 iff every frame left.
-int SendAndHold(const std::vector<Garbage>& kinds, int count,
-                const std::function<bool(const Garbage&)>& send,
-                const std::function<void()>& drain) {
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::vector<int> sent_by_kind(kinds.size(), 0);
-  int sent = 0;
-  for (int round = 0; round < count; ++round) {
-    for (size_t k = 0; k < kinds.size(); ++k) {
-      if (send(kinds[k])) {
-        ++sent;
-        ++sent_by_kind[k];
-      }
-    }
-  }
-  PrintResult(kinds, sent_by_kind, sent);
-  const auto hold_until =
-      std::chrono::steady_clock::now() + std::chrono::seconds(absl::GetFlag(FLAGS_hold_s));
-  while (!g_stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < hold_until) {
-    drain();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return sent == count * static_cast<int>(kinds.size()) ? 0 : 1;
 }
 
 // SendUdp: --port=udp: one datagram per frame, paced; then holds.
@@ -281,34 +230,6 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "garbage_sender: --port must be memif, af_packet or udp, --count >= 1\n");
     return 2;
   }
-  std::string vdev;
-  if (kind == "udp") {
-    // no EAL, no port: plain datagrams (below)
-  } else if (kind == "memif") {
-    if (absl::GetFlag(FLAGS_memif_socket).empty()) {
-      std::fprintf(stderr, "garbage_sender: --memif_socket is required with --port=memif\n");
-      return 2;
-    }
-    transport::MemifOptions memif;
-    memif.role = absl::GetFlag(FLAGS_memif_role) == "server" ? transport::MemifRole::kServer
-                                                             : transport::MemifRole::kClient;
-    memif.socket = absl::GetFlag(FLAGS_memif_socket);
-    memif.socket_kind = transport::MemifSocket::kFile;
-    memif.id = static_cast<uint32_t>(absl::GetFlag(FLAGS_memif_id));
-    vdev = absl::StrCat("net_memif_garbage,", transport::MemifVdevArgs(memif));
-  } else {
-    if (absl::GetFlag(FLAGS_iface).empty()) {
-      std::fprintf(stderr, "garbage_sender: --iface is required with --port=af_packet\n");
-      return 2;
-    }
-    // The EAL's threads inherit the namespace of the thread that creates them.
-    if (absl::Status s = EnterNetns(absl::GetFlag(FLAGS_netns)); !s.ok()) {
-      std::fprintf(stderr, "garbage_sender: %s\n", std::string(s.message()).c_str());
-      return 1;
-    }
-    vdev = absl::StrCat("net_af_packet_garbage,iface=", absl::GetFlag(FLAGS_iface),
-                        ",qpairs=1,qdisc_bypass=0");
-  }
   absl::StatusOr<wire::Ipv4Address> src = wire::Ipv4Address::Parse(absl::GetFlag(FLAGS_src));
   absl::StatusOr<wire::Ipv4Address> dst = wire::Ipv4Address::Parse(absl::GetFlag(FLAGS_dst));
   if (!src.ok() || !dst.ok() || absl::GetFlag(FLAGS_job) < 1 || absl::GetFlag(FLAGS_job) > 255) {
@@ -318,93 +239,53 @@ int Main(int argc, char** argv) {
   const std::vector<Garbage> kinds = GarbageFrames(*src, *dst);
   if (kind == "udp") return SendUdp(kinds, count);
 
-  transport::DpdkEalOptions eal;
-  eal.program_name = "garbage_sender";
-  eal.memory_mb = 64;
-  eal.vdevs = {vdev};
-  eal.log_level = "error";
-  eal.extra_args = {"--log-level=pmd.net.memif:critical"};
-  if (absl::Status s = transport::InitDpdkEal(eal); !s.ok()) {
-    std::fprintf(stderr, "garbage_sender: EAL: %s\n", std::string(s.message()).c_str());
-    return 1;
-  }
-  const std::string port_name = vdev.substr(0, vdev.find(','));
-  uint16_t port = 0;
-  if (rte_eth_dev_get_port_by_name(port_name.c_str(), &port) != 0) {
-    std::fprintf(stderr, "garbage_sender: port %s was not created\n", port_name.c_str());
-    return 1;
-  }
-  rte_mempool* pool =
-      rte_pktmbuf_pool_create("garbage", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-  rte_eth_conf conf{};
-  if (pool == nullptr || rte_eth_dev_configure(port, 1, 1, &conf) != 0 ||
-      rte_eth_rx_queue_setup(port, 0, 256, SOCKET_ID_ANY, nullptr, pool) != 0 ||
-      rte_eth_tx_queue_setup(port, 0, 256, SOCKET_ID_ANY, nullptr) != 0) {
-    std::fprintf(stderr, "garbage_sender: cannot set up port %s\n", port_name.c_str());
-    return 1;
-  }
-  // Start the port and wait for the link. A memif client connects only when
-  // its port starts (and the start fails while nobody listens), so start it
-  // again now and then until the server answers.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(absl::GetFlag(FLAGS_link_timeout_s));
-  bool started = rte_eth_dev_start(port) == 0;
-  auto next_restart = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  for (;;) {
-    rte_eth_link link{};
-    if (started && rte_eth_link_get_nowait(port, &link) == 0 &&
-        link.link_status == RTE_ETH_LINK_UP) {
-      break;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(stderr, "garbage_sender: link of %s did not come up in %d s\n",
-                   port_name.c_str(), absl::GetFlag(FLAGS_link_timeout_s));
-      return 1;
-    }
-    if (std::chrono::steady_clock::now() > next_restart) {
-      if (started) rte_eth_dev_stop(port);
-      started = rte_eth_dev_start(port) == 0;
-      next_restart = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-
-  // Drains what the switch sends us (a probe port gets nothing, normally).
-  const auto drain = [port] {
-    std::array<rte_mbuf*, 32> rx{};
-    const uint16_t n = rte_eth_rx_burst(port, 0, rx.data(), rx.size());
-    for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(rx[i]);
-  };
-  const auto send = [&](const Garbage& garbage) {
-    rte_mbuf* m = rte_pktmbuf_alloc(pool);
-    while (m == nullptr && std::chrono::steady_clock::now() < deadline + std::chrono::seconds(5)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      m = rte_pktmbuf_alloc(pool);
-    }
-    if (m == nullptr) return false;
-    char* data = rte_pktmbuf_append(m, static_cast<uint16_t>(garbage.bytes.size()));
-    std::memcpy(data, garbage.bytes.data(), garbage.bytes.size());
-    // Paced, one at a time: a burst of garbage must not be lost to a full ring.
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    bool left = true;
-    while (rte_eth_tx_burst(port, 0, &m, 1) == 0) {
-      if (std::chrono::steady_clock::now() > give_up) {
-        rte_pktmbuf_free(m);
-        left = false;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    drain();
-    return left;
-  };
-  const int status = SendAndHold(kinds, count, send, drain);
-  rte_eth_dev_stop(port);
-  rte_eth_dev_close(port);
-  return status;
+#if ATP_HAVE_DPDK
+  DpdkPort port;
+  port.kind = kind;
+  port.memif_socket = absl::GetFlag(FLAGS_memif_socket);
+  port.memif_server = absl::GetFlag(FLAGS_memif_role) == "server";
+  port.memif_id = static_cast<uint32_t>(absl::GetFlag(FLAGS_memif_id));
+  port.iface = absl::GetFlag(FLAGS_iface);
+  port.netns = absl::GetFlag(FLAGS_netns);
+  port.link_timeout_s = absl::GetFlag(FLAGS_link_timeout_s);
+  return SendThroughDpdk(port, kinds, count);
+#else
+  std::fprintf(stderr, "garbage_sender: --port=%s: built without DPDK; --port=udp only\n",
+               kind.c_str());
+  return 2;
+#endif
 }
 
 }  // namespace
+
+// SendAndHold: `count` rounds of every kind through `send` (true when the
+// frame left), the result line, then `drain` every 5 ms until --hold_s has
+// passed or a signal came. The exit status: 0 iff every frame left.
+int SendAndHold(const std::vector<Garbage>& kinds, int count,
+                const std::function<bool(const Garbage&)>& send,
+                const std::function<void()>& drain) {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::vector<int> sent_by_kind(kinds.size(), 0);
+  int sent = 0;
+  for (int round = 0; round < count; ++round) {
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      if (send(kinds[k])) {
+        ++sent;
+        ++sent_by_kind[k];
+      }
+    }
+  }
+  PrintResult(kinds, sent_by_kind, sent);
+  const auto hold_until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(absl::GetFlag(FLAGS_hold_s));
+  while (!g_stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < hold_until) {
+    drain();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return sent == count * static_cast<int>(kinds.size()) ? 0 : 1;
+}
+
 }  // namespace atp::tests
 
 int main(int argc, char** argv) { return atp::tests::Main(argc, argv); }

@@ -3,7 +3,7 @@
 # (tests/multiprocess/CMakeLists.txt) on a testbed of its own (scripts/testbed).
 #
 #   run_case.sh --variant=memif|netns|udp --case=CASE --switchd=BIN --ps=BIN
-#               --throughput=BIN --garbage_sender=BIN [--work=DIR]
+#               --throughput=BIN --garbage_sender=BIN [--work=DIR] [--dpdk=0|1]
 #
 # Cases:
 #   one_job         1 job, 4 workers in 2 racks, 2 aggregation levels: every
@@ -32,6 +32,12 @@
 #                   PS's CE-to-ecn count are printed, not required (the depth
 #                   is 0 whenever the reader keeps up). memif only: a kernel UDP
 #                   port has no queue depth (docs/switchd.md).
+#   single_switch   --racks=1 --workers_per_rack=3 --io_threads=2: one switch
+#                   aggregating both levels, 3 workers and the PS behind it, 2
+#                   queues per port: every result exact, tor0 aggregated, no
+#                   aggregator left in use.
+#   wide_racks      --racks=2 --workers_per_rack=3 --io_threads=2: 6 workers,
+#                   every result exact, tor0 and tor1 aggregated.
 #   garbage         malformed ATP frames sent into tor0's probe port: each one
 #                   counted (wrong length: by the port's transport; the others
 #                   by the pipeline, per DecodeError reason; all in the port's
@@ -43,14 +49,18 @@
 # frames, no root, no DPDK in the switches nor the endpoints; the garbage case
 # sends its datagrams to tor0's probe port from the probe0 slot).
 #
+# --dpdk=0: the build has no DPDK transport (LIBATP_WITH_DPDK=OFF): the memif
+# and netns variants skip (their switch ports and endpoints are DPDK's), the
+# udp variant runs.
+#
 # Exit: 0 passed, 1 failed (with the logs' tails), 77 skipped (netns without
-# root), 2 bad arguments. A trap runs `scripts/testbed down` in every case.
+# root, memif or netns without DPDK), 2 bad arguments. A trap runs `scripts/testbed down` in every case.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 testbed="$root/scripts/testbed"
 
-variant="" case_name="" work="/tmp"
+variant="" case_name="" work="/tmp" dpdk=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --variant=*) variant="${1#*=}" ;;
@@ -60,12 +70,17 @@ while [[ $# -gt 0 ]]; do
     --throughput=*) export ATP_THROUGHPUT="${1#*=}" ;;
     --garbage_sender=*) garbage_sender="${1#*=}" ;;
     --work=*) work="${1#*=}" ;;
+    --dpdk=*) dpdk="${1#*=}" ;;
     *) echo "run_case.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
 done
 [[ "$variant" == memif || "$variant" == netns || "$variant" == udp ]] ||
   { echo "run_case.sh: --variant=memif|netns|udp" >&2; exit 2; }
+if [[ "$variant" != udp && "$dpdk" != 1 ]]; then
+  echo "SKIP: built without DPDK (LIBATP_WITH_DPDK=OFF): the $variant variant's ports are DPDK's; the udp variant runs"
+  exit 77
+fi
 if [[ "$variant" == netns && $EUID -ne 0 ]]; then
   echo "SKIP: the netns variant needs root (network namespaces, veth pairs, DPDK af_packet)"
   exit 77
@@ -132,21 +147,25 @@ print("exact" if ok else "wrong_values=%s completed=%s/%s" % (d["wrong_values"],
   [[ "$verdict" == exact ]] || fail "worker $r of job $j: $verdict"
 }
 
-run_job() {  # JOB [flags]: all 4 workers at once, all exact
+workers=4  # in a job: the testbed's racks x workers per rack
+run_job() {  # JOB [flags]: all the job's workers at once, all exact
   local j="$1" r
   shift
-  for r in 0 1 2 3; do start_worker "$j" "$r" --iterations="$iterations" "$@"; done
-  for r in 0 1 2 3; do wait_worker "$j" "$r"; done
-  note "job $j: 4 workers exact"
+  for ((r = 0; r < workers; r++)); do start_worker "$j" "$r" --iterations="$iterations" "$@"; done
+  for ((r = 0; r < workers; r++)); do wait_worker "$j" "$r"; done
+  note "job $j: $workers workers exact"
 }
 
-# wait_aggregators_free DEADLINE_S: every aggregating switch's
-# aggregators_in_use is 0 before the deadline.
+# wait_aggregators_free DEADLINE_S [SWITCH...]: every aggregating switch's
+# (default tor0 tor1 torps) aggregators_in_use is 0 before the deadline.
 wait_aggregators_free() {
   local limit="$1" start=$SECONDS sw n busy
+  shift
+  local -a aggregating=("$@")
+  [[ ${#aggregating[@]} -gt 0 ]] || aggregating=(tor0 tor1 torps)
   while :; do
     busy=""
-    for sw in tor0 tor1 torps; do
+    for sw in "${aggregating[@]}"; do
       snapshot "$sw" "$out/$sw.free.json"
       n=$(json "$out/$sw.free.json" 'd["aggregators_in_use"]')
       [[ "$n" == 0 ]] || busy+=" $sw=$n"
@@ -180,6 +199,26 @@ case "$case_name" in
     done
     [[ $(json "$out/torps.json" 'd["pipeline"]["completed"]') -gt 0 ]] || fail "torps completed no level-2 aggregate"
     [[ $(json "$out/core.json" 'd["pipeline"]["aggregated"]') -eq 0 ]] || fail "the core aggregated"
+    wait_aggregators_free 5
+    ;;
+  single_switch)
+    up --jobs=1 --racks=1 --workers_per_rack=3 --io_threads=2
+    workers=3
+    run_job 1
+    snapshot tor0 "$out/tor0.json"
+    [[ $(json "$out/tor0.json" 'd["pipeline"]["aggregated"]') -gt 0 ]] || fail "tor0 aggregated nothing"
+    [[ $(json "$out/tor0.json" 'd["pipeline"]["completed"]') -gt 0 ]] || fail "tor0 completed no aggregate"
+    grep -q "queues: 2" "$dir/tor0.yaml" || fail "tor0's ports do not have 2 queues"
+    wait_aggregators_free 5 tor0
+    ;;
+  wide_racks)
+    up --jobs=1 --racks=2 --workers_per_rack=3 --io_threads=2
+    workers=6
+    run_job 1
+    for sw in tor0 tor1; do
+      snapshot "$sw" "$out/$sw.json"
+      [[ $(json "$out/$sw.json" 'd["pipeline"]["aggregated"]') -gt 0 ]] || fail "$sw aggregated nothing"
+    done
     wait_aggregators_free 5
     ;;
   two_jobs)
