@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "atp/config.h"
 #include "atp/status_macros.h"
 #include "atp/transport/dpdk.h"
 
@@ -116,7 +117,9 @@ absl::Status BuildDpdk(const EndpointFlags& flags, EndpointSpec& spec) {
     memif.ring_frames = d.device.rx_ring_frames;
     d.port = "net_memif_atp";
     d.source = transport::DpdkPortSource::kCreateVdev;
+#if ATP_HAVE_DPDK  // MemifVdevArgs is DPDK's (this path returned above without it)
     d.vdev_args = transport::MemifVdevArgs(memif);
+#endif
     what = absl::StrCat("memif ", flags.memif_role, " ", flags.memif_socket, " id ", flags.memif_id);
   } else if (flags.dpdk_port == "af_packet" || flags.dpdk_port == "af_xdp") {
     ATP_RETURN_IF_ERROR(needs("iface", flags.iface));
