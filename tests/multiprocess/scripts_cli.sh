@@ -15,7 +15,7 @@
 #   scripts_cli.sh --switchd=BIN --ps=BIN --throughput=BIN
 #
 # The part with processes runs a 1-rack udp testbed (no DPDK, no root) and
-# one worker that waits for a peer that never comes. ~5 s.
+# one worker that waits for a peer that never comes. 3.5-18 s measured.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
