@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "atp/transport_factory.h"
+#include "atp/window_sizing.h"
 #include "examples/common/tool_flags.h"
 
 ABSL_FLAG(std::string, switches, "auto",
@@ -16,6 +17,12 @@ ABSL_FLAG(std::string, switches, "auto",
           "does everything), or 'auto' (single for one rack, else two_level).");
 ABSL_FLAG(double, loss, 0.0,
           "Loopback only: probability that the fabric drops a frame at each hop, in [0, 1).");
+ABSL_FLAG(double, link_gbps, 0,
+          "Size each queue's window and slots from the path's bandwidth-delay product "
+          "(docs/protocol.md): the slowest link's rate, Gb/s, with --path_rtt_us. 0: the fixed "
+          "window and slots.");
+ABSL_FLAG(double, path_rtt_us, 0,
+          "The path's round trip for --link_gbps, microseconds (measured: atp-ping's p50).");
 // --transport, --rto_floor_us, --max_sleep_us and --busy_poll are shared with
 // the endpoint processes: examples/common/tool_flags.cc.
 
@@ -48,6 +55,35 @@ std::string Describe(const ClusterShape& shape) {
   }
   return out;
 }
+
+namespace {
+
+// SizeWindowsFromFlags: --link_gbps and --path_rtt_us, when given, replace
+// the job's fixed window and slots (never explicit ones: --window/--slots).
+absl::Status SizeWindowsFromFlags(bool explicit_window, JobOptions* job) {
+  const double gbps = absl::GetFlag(FLAGS_link_gbps);
+  const double rtt_us = absl::GetFlag(FLAGS_path_rtt_us);
+  if (gbps == 0 && rtt_us == 0) return absl::OkStatus();
+  if (explicit_window) {
+    return absl::InvalidArgumentError(
+        "--link_gbps/--path_rtt_us size the window and slots: not with --window or --slots");
+  }
+  // !(x > 0) also refuses NaN, which absl::Microseconds cannot take.
+  if (!(gbps > 0) || !(rtt_us > 0) || rtt_us > 1e6) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--link_gbps (", gbps, ") and --path_rtt_us (", rtt_us,
+        ") go together: a rate > 0 and a round trip in (0, 1e6]"));
+  }
+  PathEstimate path;
+  path.link_bits_per_second = gbps * 1e9;
+  path.round_trip = absl::Microseconds(rtt_us);
+  if (absl::Status s = SizeWindowsForPath(path, job); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--link_gbps: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const ClusterShape& shape) {
   if (shape.racks < 1 || shape.racks > 32 || shape.workers < shape.racks ||
@@ -85,6 +121,7 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
   job.job.io_threads = shape.io_threads;
   job.job.slots = shape.slots;
   job.job.initial_window = shape.initial_window;
+  if (absl::Status s = SizeWindowsFromFlags(shape.explicit_window, &job.job); !s.ok()) return s;
   job.job.retransmission_floor = RetransmissionFloorFromFlags();
   job.job.initial_retransmission_timeout =
       std::max(job.job.initial_retransmission_timeout, job.job.retransmission_floor);

@@ -27,6 +27,10 @@ struct ClusterShape {
   uint32_t io_threads = 1;
   uint32_t slots = 256;
   uint32_t initial_window = 200;
+  // explicit_window: slots or initial_window were given; --link_gbps and
+  // --path_rtt_us (a window from the path's bandwidth-delay product) are
+  // then refused.
+  bool explicit_window = false;
 };
 
 // MakeCluster: the job `shape` as threads of this process, placed by the

@@ -55,8 +55,10 @@ ABSL_FLAG(double, deadline_s, 120,
 ABSL_FLAG(int64_t, tensor_floats, 1 << 20, "Floats in each worker's tensor, per iteration.");
 ABSL_FLAG(int, workers, 4, "--role=cluster: workers in the job (spread over --racks).");
 ABSL_FLAG(int, iterations, 5, "Aggregations to time, one after the other.");
-ABSL_FLAG(int, window, 200, "Initial window, fragments in flight per queue.");
-ABSL_FLAG(int, slots, 256, "Window slots per queue (a power of two >= --window).");
+ABSL_FLAG(int, window, 0,
+          "Initial window, fragments in flight per queue; 0: 200, or from --link_gbps.");
+ABSL_FLAG(int, slots, 0,
+          "Window slots per queue (a power of two >= --window); 0: 256, or from --link_gbps.");
 ABSL_FLAG(bool, json, false, "Print the result as one JSON object instead of text.");
 ABSL_FLAG(bool, progress, true,
           "Print a progress line on stderr after each iteration (--role=worker: also with --json).");
@@ -99,8 +101,11 @@ int Main(int argc, char** argv) {
   shape.workers = absl::GetFlag(FLAGS_workers);
   shape.racks = absl::GetFlag(FLAGS_racks);
   shape.io_threads = static_cast<uint32_t>(absl::GetFlag(FLAGS_io_threads));
-  shape.initial_window = static_cast<uint32_t>(absl::GetFlag(FLAGS_window));
-  shape.slots = static_cast<uint32_t>(absl::GetFlag(FLAGS_slots));
+  const int window = absl::GetFlag(FLAGS_window);
+  const int slots = absl::GetFlag(FLAGS_slots);
+  shape.explicit_window = window != 0 || slots != 0;
+  if (window != 0) shape.initial_window = static_cast<uint32_t>(window);
+  if (slots != 0) shape.slots = static_cast<uint32_t>(slots);
   const int64_t n = absl::GetFlag(FLAGS_tensor_floats);
   const int iterations = absl::GetFlag(FLAGS_iterations);
   if (n < 1 || iterations < 1) {

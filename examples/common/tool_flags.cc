@@ -19,7 +19,8 @@ ABSL_FLAG(int, max_sleep_us, 1000,
           "Longest sleep of an idle I/O thread, microseconds (the loopback transport cannot wake "
           "a sleeping receiver, so this bounds the latency it adds per hop).");
 ABSL_FLAG(int, spin_iterations, atp::PollingOptions{}.spin_iterations,
-          "Idle rounds an I/O thread spins (no syscall) before it yields.");
+          "Idle rounds an I/O thread spins (no syscall) before it yields; 0 by default, spin only "
+          "with a core per I/O thread (a spinner delays the thread that holds the next frame).");
 ABSL_FLAG(int, yield_iterations, atp::PollingOptions{}.yield_iterations,
           "Idle rounds an I/O thread yields the CPU (sched_yield) after spinning, before it "
           "sleeps.");
@@ -28,7 +29,7 @@ ABSL_FLAG(int, min_sleep_us, 20,
           "to --max_sleep_us.");
 ABSL_FLAG(bool, busy_poll, false,
           "I/O threads never sleep (lowest latency; needs a core per thread). Default: adaptive "
-          "back-off (spin, yield, then sleep).");
+          "back-off (yield, then sleep on the queues' wait_fds).");
 
 namespace atp::examples {
 

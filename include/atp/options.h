@@ -105,14 +105,22 @@ struct JobOptions {
 };
 
 // PollingOptions: how an idle I/O thread backs off. It spins (checking its
-// queues, no syscalls) for spin_iterations idle loops, then yields the CPU
-// for yield_iterations more, then sleeps: first min_sleep, doubling up to
-// max_sleep, woken early by new work, by a frame on a queue whose backend has
-// a wait_fd, or by a retransmission deadline. Any work resets it to spinning.
-// A 2-core machine cannot hold more than two busy pollers: keep spinning
-// short where threads outnumber cores.
+// queues between PAUSE hints) for spin_iterations idle loops, then checks
+// them between sched_yield() calls for yield_iterations more, then sleeps:
+// first min_sleep, doubling up to max_sleep, woken early by new work, by a
+// frame on a queue whose backend has a wait_fd, or by a retransmission
+// deadline. Any work resets it.
+//
+// No spinning by default: a spinning thread keeps its core for its whole
+// scheduler slice, so wherever a job's threads outnumber the cores (a worker
+// and a PS on one machine, a shared host) the thread that holds the next
+// frame waits behind it (atp-ping on 2 cores: 1.0-1.4 ms average run-queue
+// delay per wake-up with 512 spins, 0.12-0.24 ms without; bench/RESULTS.md
+// "The small-operation latency floor"). A yielding poll is as quick when the
+// core is free (sched_yield returns at once) and gives the core away at once
+// when it is not. Spin (or BusyPolling) only with a core per I/O thread.
 struct PollingOptions {
-  uint32_t spin_iterations = 512;
+  uint32_t spin_iterations = 0;
   uint32_t yield_iterations = 64;
   absl::Duration min_sleep = absl::Microseconds(20);
   absl::Duration max_sleep = absl::Milliseconds(1);

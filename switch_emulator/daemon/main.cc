@@ -50,7 +50,8 @@ ABSL_FLAG(int, max_sleep_us, 500,
           "Longest sleep of the idle datapath thread, microseconds (the latency an idle switch "
           "adds to the first frame after a pause). It spins, then yields, then sleeps.");
 ABSL_FLAG(int, spin_iterations, atp::PollingOptions{}.spin_iterations,
-          "Idle rounds the datapath thread spins (no syscall) before it yields.");
+          "Idle rounds the datapath thread spins (no syscall) before it yields; 0 by default, "
+          "spin only with a core of its own.");
 ABSL_FLAG(int, yield_iterations, atp::PollingOptions{}.yield_iterations,
           "Idle rounds the datapath thread yields the CPU (sched_yield) after spinning, before "
           "it sleeps.");

@@ -48,6 +48,16 @@ TEST(AdaptiveBackoffTest, WorkStartsOverFromSpinningAndTheShortestSleep) {
   EXPECT_EQ(b.sleep(), TimeDelta::FromMicroseconds(10));
 }
 
+// The default never spins: an idle thread yields its core at once (a
+// spinner delays the thread holding the next frame wherever threads
+// outnumber cores; include/atp/options.h), then sleeps.
+TEST(AdaptiveBackoffTest, TheDefaultYieldsFromTheFirstIdleRoundThenSleeps) {
+  const PollingOptions defaults;
+  AdaptiveBackoff b(defaults);
+  for (uint32_t i = 0; i < defaults.yield_iterations; ++i) ASSERT_EQ(b.OnIdle(), Action::kYield);
+  EXPECT_EQ(b.OnIdle(), Action::kSleep);
+}
+
 TEST(AdaptiveBackoffTest, BusyPollingNeverSleeps) {
   AdaptiveBackoff b(PollingOptions::BusyPolling());
   for (int i = 0; i < 100000; ++i) ASSERT_EQ(b.OnIdle(), Action::kSpin);
