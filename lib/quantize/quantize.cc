@@ -4,9 +4,11 @@
 // tested against bit for bit; keep it obviously correct rather than fast.
 #include "atp/quantize.h"
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <span>
 
@@ -63,6 +65,19 @@ inline int32_t QuantizeOne(float x, double scale, bool* needs_float) {
   return static_cast<int32_t>(t);
 }
 
+// StoreBig32 / LoadBig32: one int32 in network byte order at unaligned p.
+inline void StoreBig32(uint8_t* p, int32_t v) {
+  uint32_t u = static_cast<uint32_t>(v);
+  if constexpr (std::endian::native == std::endian::little) u = __builtin_bswap32(u);
+  std::memcpy(p, &u, sizeof(u));
+}
+inline int32_t LoadBig32(const uint8_t* p) {
+  uint32_t u;
+  std::memcpy(&u, p, sizeof(u));
+  if constexpr (std::endian::native == std::endian::little) u = __builtin_bswap32(u);
+  return static_cast<int32_t>(u);
+}
+
 }  // namespace
 
 QuantizeOutcome QuantizeScalar(std::span<const float> in, double scale, std::span<int32_t> out) {
@@ -94,6 +109,23 @@ void DequantizeScalar(std::span<const int32_t> in, double scale, std::span<float
   }
 }
 
+QuantizeOutcome QuantizeToWireScalar(std::span<const float> in, double scale,
+                                     std::span<uint8_t> out) {
+  bool needs_float = false;
+  const size_t n = in.size();
+  for (size_t i = 0; i < n; ++i) {
+    StoreBig32(out.data() + 4 * i, QuantizeOne(in[i], scale, &needs_float));
+  }
+  return needs_float ? QuantizeOutcome::kNeedsFloat : QuantizeOutcome::kExact;
+}
+
+void DequantizeFromWireScalar(std::span<const uint8_t> in, double scale, std::span<float> out) {
+  const size_t n = out.size();
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = static_cast<float>(static_cast<double>(LoadBig32(in.data() + 4 * i)) / scale);
+  }
+}
+
 bool HasAvx2() {
   static const bool has_avx2 = [] {
 #if defined(__x86_64__) || defined(__i386__)
@@ -117,6 +149,19 @@ void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out)
     DequantizeAvx2(in, scale, out);
   } else {
     DequantizeScalar(in, scale, out);
+  }
+}
+
+QuantizeOutcome QuantizeToWire(std::span<const float> in, double scale, std::span<uint8_t> out) {
+  if (HasAvx2()) return QuantizeToWireAvx2(in, scale, out);
+  return QuantizeToWireScalar(in, scale, out);
+}
+
+void DequantizeFromWire(std::span<const uint8_t> in, double scale, std::span<float> out) {
+  if (HasAvx2()) {
+    DequantizeFromWireAvx2(in, scale, out);
+  } else {
+    DequantizeFromWireScalar(in, scale, out);
   }
 }
 
