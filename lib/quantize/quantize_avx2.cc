@@ -181,6 +181,66 @@ ATP_TARGET_AVX2 QuantizeOutcome QuantizeLoop(std::span<const float> in, double s
   return needs_float ? QuantizeOutcome::kNeedsFloat : QuantizeOutcome::kExact;
 }
 
+// Dequantize by reciprocal, exactly. The definition is float(double(q) /
+// scale), a correctly rounded division then a rounding to float (quantize.cc),
+// and vdivpd is what bounds dequantize. r = double(q) * (1 / scale) is within
+// about 2 double ulps of the exact quotient x (two roundings of 2^-53 each),
+// and D = double(q) / scale within half an ulp of x. float(r) == float(D)
+// whenever no float rounding boundary lies between r and D. In
+// round-to-nearest the boundaries are the midpoints between adjacent floats:
+// inside the float normal range, exactly the doubles whose 29 mantissa bits
+// below float precision are 1 followed by 28 zeros. So a block of 8 takes the
+// multiply when every lane is 0, or is a float normal (with margin) whose low
+// 29 bits are more than kMidpointMargin ulps from that pattern; otherwise (a
+// lane within the margin: about 2 in 10^7 random lanes; denormal or huge
+// results) it divides. Bit-identical to the scalar division by construction,
+// and tested against it on every edge (DequantizeAvx2Test).
+constexpr int64_t kMidpointMargin = 64;  // double ulps; the error bound is ~3
+constexpr int64_t kLow29Mask = (int64_t{1} << 29) - 1;
+constexpr int64_t kMidpoint = int64_t{1} << 28;
+// Biased double exponents of the results the multiply may produce: float
+// normals, one binade of margin at each end (2^-125 <= |r| < 2^127).
+constexpr int64_t kMinExponent = 1023 - 125;
+constexpr int64_t kMaxExponent = 1023 + 126;
+
+// ReciprocalIsSafe: per 64-bit lane, all-ones where float(r) is certainly
+// float(x) for r = q * (1 / scale).
+ATP_TARGET_AVX2 inline __m256i ReciprocalIsSafe(__m256d r) {
+  const __m256i bits = _mm256_castpd_si256(r);
+  const __m256i from_midpoint = _mm256_sub_epi64(
+      _mm256_and_si256(bits, _mm256_set1_epi64x(kLow29Mask)),
+      _mm256_set1_epi64x(kMidpoint - kMidpointMargin));
+  // Near a midpoint: 0 <= from_midpoint < 2 * margin.
+  const __m256i near_midpoint =
+      _mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), from_midpoint),
+                          _mm256_cmpgt_epi64(_mm256_set1_epi64x(2 * kMidpointMargin), from_midpoint));
+  const __m256i exponent =
+      _mm256_and_si256(_mm256_srli_epi64(bits, 52), _mm256_set1_epi64x(0x7FF));
+  const __m256i in_range =
+      _mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_set1_epi64x(kMinExponent), exponent),
+                          _mm256_cmpgt_epi64(_mm256_set1_epi64x(kMaxExponent + 1), exponent));
+  const __m256i zero = _mm256_cmpeq_epi64(bits, _mm256_setzero_si256());
+  return _mm256_or_si256(zero, _mm256_andnot_si256(near_midpoint, in_range));
+}
+
+// Dequantize8ByReciprocal: the 8 results by multiply when every lane is safe
+// (returns true), else false and *out untouched.
+ATP_TARGET_AVX2 inline bool Dequantize8ByReciprocal(__m256i q, __m256d inverse, __m256* out) {
+  const __m256d lo = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(q)), inverse);
+  const __m256d hi = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(q, 1)), inverse);
+  const __m256i safe = _mm256_and_si256(ReciprocalIsSafe(lo), ReciprocalIsSafe(hi));
+  if (_mm256_movemask_epi8(safe) != -1) return false;
+  *out = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
+  return true;
+}
+
+// ReciprocalApplies: the multiply's argument holds for this call: the
+// rounding mode is round-to-nearest, and 1 / scale is a normal double (so is
+// every scale a job uses in practice).
+inline bool ReciprocalApplies(double scale) {
+  return MxcsrRoundsToNearest() && scale >= 0x1p-1000 && scale <= 0x1p1000;
+}
+
 ATP_TARGET_AVX2 inline __m256 Dequantize8(__m256i q, __m256d scale) {
   // Division for the reason given at DequantizeScalar.
   const __m128 lo =
@@ -197,19 +257,31 @@ ATP_TARGET_AVX2 QuantizeOutcome QuantizeInOrder(std::span<const float> in, doubl
   return QuantizeLoop<Rounding::kImmediate, kOrder>(in, scale, out);
 }
 
+// Dequantize8Exact: by multiply where that is exact (inverse given, see
+// above), else by division.
+ATP_TARGET_AVX2 inline __m256 Dequantize8Exact(__m256i q, __m256d scale, const __m256d* inverse) {
+  __m256 out;
+  if (inverse != nullptr && Dequantize8ByReciprocal(q, *inverse, &out)) return out;
+  return Dequantize8(q, scale);
+}
+
 // DequantizeLoop: src holds n int32 in kOrder (4-byte granular memory).
 template <IntOrder kOrder>
 ATP_TARGET_AVX2 void DequantizeLoop(const int32_t* src, size_t n, double scale, float* dst) {
   const __m256d scale4 = _mm256_set1_pd(scale);
+  const bool reciprocal = ReciprocalApplies(scale);
+  const __m256d inverse4 = _mm256_set1_pd(1.0 / scale);
+  const __m256d* inverse = reciprocal ? &inverse4 : nullptr;
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    _mm256_storeu_ps(dst + i, Dequantize8(ToOrder<kOrder>(q), scale4));
+    _mm256_storeu_ps(dst + i, Dequantize8Exact(ToOrder<kOrder>(q), scale4, inverse));
   }
   if (i < n) {
+    // Masked-off lanes read as 0, which the multiply handles exactly.
     const __m256i mask = TailMask(n - i);
     const __m256i q = ToOrder<kOrder>(_mm256_maskload_epi32(src + i, mask));
-    _mm256_maskstore_ps(dst + i, mask, Dequantize8(q, scale4));
+    _mm256_maskstore_ps(dst + i, mask, Dequantize8Exact(q, scale4, inverse));
   }
 }
 
