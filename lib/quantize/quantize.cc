@@ -99,9 +99,11 @@ QuantizeOutcome QuantizeScalar(std::span<const float> in, double scale, std::spa
 // float hides that in practice (an exhaustive search over all 2^31 positive q
 // at scales 1e8, 1e6, 1e7, 1e9, 3, 1000 and 12345.678 found no differing
 // float), but the scale is any per-job double and "found none" is not a
-// guarantee. The division is what bounds dequantize (about 5 GB/s of float32
-// with AVX2, bench/quantize_bench.cc), which runs once per result packet and
-// is far from the bottleneck.
+// guarantee. The division bounded dequantize (about 5 GB/s of float32 with
+// AVX2, bench/quantize_bench.cc) and, with it, a worker's receive path, so
+// the AVX2 version multiplies by 1/scale wherever that provably gives these
+// same bits and divides only near a float rounding boundary
+// (quantize_avx2.cc, "Dequantize by reciprocal").
 void DequantizeScalar(std::span<const int32_t> in, double scale, std::span<float> out) {
   const size_t n = in.size();
   for (size_t i = 0; i < n; ++i) {
