@@ -47,6 +47,17 @@ QuantizeOutcome Quantize(std::span<const float> in, double scale, std::span<int3
 // allocation.
 void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out);
 
+// QuantizeToWire / DequantizeFromWire: the same two functions with the int32
+// side in network byte order (big-endian), as an ATP frame's payload carries
+// it (ATP-SPEC section 2): a worker quantizes its floats straight into the
+// frame and dequantizes a parameter packet straight out of it, one pass each,
+// with no host-order copy between. Same values, outcome and preconditions as
+// Quantize / Dequantize; the int32 side is 4 * n bytes at any alignment
+// (QuantizeToWire: out.size() >= 4 * in.size(), the rest untouched;
+// DequantizeFromWire: converts out.size() values, in.size() >= 4 * out.size()).
+QuantizeOutcome QuantizeToWire(std::span<const float> in, double scale, std::span<uint8_t> out);
+void DequantizeFromWire(std::span<const uint8_t> in, double scale, std::span<float> out);
+
 // The two implementations behind the dispatchers, for tests and benchmarks;
 // bit-identical in every rounding mode. The AVX2 ones must only be called when
 // HasAvx2() is true.
@@ -54,6 +65,11 @@ QuantizeOutcome QuantizeScalar(std::span<const float> in, double scale, std::spa
 QuantizeOutcome QuantizeAvx2(std::span<const float> in, double scale, std::span<int32_t> out);
 void DequantizeScalar(std::span<const int32_t> in, double scale, std::span<float> out);
 void DequantizeAvx2(std::span<const int32_t> in, double scale, std::span<float> out);
+QuantizeOutcome QuantizeToWireScalar(std::span<const float> in, double scale,
+                                     std::span<uint8_t> out);
+QuantizeOutcome QuantizeToWireAvx2(std::span<const float> in, double scale, std::span<uint8_t> out);
+void DequantizeFromWireScalar(std::span<const uint8_t> in, double scale, std::span<float> out);
+void DequantizeFromWireAvx2(std::span<const uint8_t> in, double scale, std::span<float> out);
 // HasAvx2: whether this CPU and OS support AVX2 (asked once, then cached).
 bool HasAvx2();
 

@@ -4,9 +4,11 @@
 // tested against bit for bit; keep it obviously correct rather than fast.
 #include "atp/quantize.h"
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <span>
 
@@ -63,6 +65,19 @@ inline int32_t QuantizeOne(float x, double scale, bool* needs_float) {
   return static_cast<int32_t>(t);
 }
 
+// StoreBig32 / LoadBig32: one int32 in network byte order at unaligned p.
+inline void StoreBig32(uint8_t* p, int32_t v) {
+  uint32_t u = static_cast<uint32_t>(v);
+  if constexpr (std::endian::native == std::endian::little) u = __builtin_bswap32(u);
+  std::memcpy(p, &u, sizeof(u));
+}
+inline int32_t LoadBig32(const uint8_t* p) {
+  uint32_t u;
+  std::memcpy(&u, p, sizeof(u));
+  if constexpr (std::endian::native == std::endian::little) u = __builtin_bswap32(u);
+  return static_cast<int32_t>(u);
+}
+
 }  // namespace
 
 QuantizeOutcome QuantizeScalar(std::span<const float> in, double scale, std::span<int32_t> out) {
@@ -84,13 +99,32 @@ QuantizeOutcome QuantizeScalar(std::span<const float> in, double scale, std::spa
 // float hides that in practice (an exhaustive search over all 2^31 positive q
 // at scales 1e8, 1e6, 1e7, 1e9, 3, 1000 and 12345.678 found no differing
 // float), but the scale is any per-job double and "found none" is not a
-// guarantee. The division is what bounds dequantize (about 5 GB/s of float32
-// with AVX2, bench/quantize_bench.cc), which runs once per result packet and
-// is far from the bottleneck.
+// guarantee. The division bounded dequantize (about 5 GB/s of float32 with
+// AVX2, bench/quantize_bench.cc) and, with it, a worker's receive path, so
+// the AVX2 version multiplies by 1/scale wherever that provably gives these
+// same bits and divides only near a float rounding boundary
+// (quantize_avx2.cc, "Dequantize by reciprocal").
 void DequantizeScalar(std::span<const int32_t> in, double scale, std::span<float> out) {
   const size_t n = in.size();
   for (size_t i = 0; i < n; ++i) {
     out[i] = static_cast<float>(static_cast<double>(in[i]) / scale);
+  }
+}
+
+QuantizeOutcome QuantizeToWireScalar(std::span<const float> in, double scale,
+                                     std::span<uint8_t> out) {
+  bool needs_float = false;
+  const size_t n = in.size();
+  for (size_t i = 0; i < n; ++i) {
+    StoreBig32(out.data() + 4 * i, QuantizeOne(in[i], scale, &needs_float));
+  }
+  return needs_float ? QuantizeOutcome::kNeedsFloat : QuantizeOutcome::kExact;
+}
+
+void DequantizeFromWireScalar(std::span<const uint8_t> in, double scale, std::span<float> out) {
+  const size_t n = out.size();
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = static_cast<float>(static_cast<double>(LoadBig32(in.data() + 4 * i)) / scale);
   }
 }
 
@@ -117,6 +151,19 @@ void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out)
     DequantizeAvx2(in, scale, out);
   } else {
     DequantizeScalar(in, scale, out);
+  }
+}
+
+QuantizeOutcome QuantizeToWire(std::span<const float> in, double scale, std::span<uint8_t> out) {
+  if (HasAvx2()) return QuantizeToWireAvx2(in, scale, out);
+  return QuantizeToWireScalar(in, scale, out);
+}
+
+void DequantizeFromWire(std::span<const uint8_t> in, double scale, std::span<float> out) {
+  if (HasAvx2()) {
+    DequantizeFromWireAvx2(in, scale, out);
+  } else {
+    DequantizeFromWireScalar(in, scale, out);
   }
 }
 

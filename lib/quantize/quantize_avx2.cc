@@ -105,26 +105,46 @@ ATP_TARGET_AVX2 inline __m256i Quantize8(__m128 lo, __m128 hi, __m256d scale, Mi
   return q;
 }
 
-// QuantizeChunk: quantizes src[0, n) into dst, NaN lanes left as INT32_MIN.
-template <Rounding kRounding>
+// Where the int32 side of a kernel lives: host order (Quantize, Dequantize)
+// or network order, as a frame's payload (QuantizeToWire, DequantizeFromWire).
+// Big-endian costs one byte shuffle per 8 values, in registers.
+enum class IntOrder { kHost, kBig };
+
+// Swap32Control: the vpshufb control reversing the bytes of each 32-bit lane.
+ATP_TARGET_AVX2 inline __m256i Swap32Control() {
+  return _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12, 3, 2, 1, 0, 7, 6,
+                          5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
+}
+
+template <IntOrder kOrder>
+ATP_TARGET_AVX2 inline __m256i ToOrder(__m256i q) {
+  if constexpr (kOrder == IntOrder::kBig) return _mm256_shuffle_epi8(q, Swap32Control());
+  return q;
+}
+
+// QuantizeChunk: quantizes src[0, n) into dst (n int32 in kOrder), NaN lanes
+// left as INT32_MIN. dst is only 4-byte granular memory: for kBig it is the
+// frame's payload bytes (unaligned stores and masked stores are both fine).
+template <Rounding kRounding, IntOrder kOrder>
 ATP_TARGET_AVX2 inline void QuantizeChunk(const float* src, size_t n, __m256d scale, int32_t* dst,
                                           MinMax* seen) {
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     const __m256i q =
         Quantize8<kRounding>(_mm_loadu_ps(src + i), _mm_loadu_ps(src + i + 4), scale, seen);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), q);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), ToOrder<kOrder>(q));
   }
   if (i < n) {
     const __m256i mask = TailMask(n - i);
     const __m256 x = _mm256_maskload_ps(src + i, mask);
     const __m256i q =
         Quantize8<kRounding>(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1), scale, seen);
-    _mm256_maskstore_epi32(dst + i, mask, q);
+    _mm256_maskstore_epi32(dst + i, mask, ToOrder<kOrder>(q));
   }
 }
 
-// ZeroNanLanes: dst[i] = 0 wherever src[i] is NaN, for i < n (step 5).
+// ZeroNanLanes: dst[i] = 0 wherever src[i] is NaN, for i < n (step 5). Zero
+// has the same bytes in either order.
 ATP_TARGET_AVX2 void ZeroNanLanes(const float* src, size_t n, int32_t* dst) {
   const __m256i zero = _mm256_setzero_si256();
   for (size_t i = 0; i < n; i += kLanes) {
@@ -140,9 +160,9 @@ ATP_TARGET_AVX2 inline bool AnyEqual(__m256i v, int32_t value) {
   return !_mm256_testz_si256(eq, eq);
 }
 
-template <Rounding kRounding>
+template <Rounding kRounding, IntOrder kOrder>
 ATP_TARGET_AVX2 QuantizeOutcome QuantizeLoop(std::span<const float> in, double scale,
-                                             std::span<int32_t> out) {
+                                             int32_t* out) {
   const size_t n = in.size();
   const __m256d scale4 = _mm256_set1_pd(scale);
   __m256i max_seen = _mm256_setzero_si256();
@@ -150,15 +170,75 @@ ATP_TARGET_AVX2 QuantizeOutcome QuantizeLoop(std::span<const float> in, double s
   for (size_t start = 0; start < n; start += kChunk) {
     const size_t len = std::min(kChunk, n - start);
     MinMax seen = {_mm256_setzero_si256(), max_seen};
-    QuantizeChunk<kRounding>(in.data() + start, len, scale4, out.data() + start, &seen);
+    QuantizeChunk<kRounding, kOrder>(in.data() + start, len, scale4, out + start, &seen);
     max_seen = seen.max;
     if (AnyEqual(seen.min, kMin)) {
       needs_float = true;
-      ZeroNanLanes(in.data() + start, len, out.data() + start);
+      ZeroNanLanes(in.data() + start, len, out + start);
     }
   }
   needs_float = needs_float || AnyEqual(max_seen, kMax);
   return needs_float ? QuantizeOutcome::kNeedsFloat : QuantizeOutcome::kExact;
+}
+
+// Dequantize by reciprocal, exactly. The definition is float(double(q) /
+// scale), a correctly rounded division then a rounding to float (quantize.cc),
+// and vdivpd is what bounds dequantize. r = double(q) * (1 / scale) is within
+// about 2 double ulps of the exact quotient x (two roundings of 2^-53 each),
+// and D = double(q) / scale within half an ulp of x. float(r) == float(D)
+// whenever no float rounding boundary lies between r and D. In
+// round-to-nearest the boundaries are the midpoints between adjacent floats:
+// inside the float normal range, exactly the doubles whose 29 mantissa bits
+// below float precision are 1 followed by 28 zeros. So a block of 8 takes the
+// multiply when every lane is 0, or is a float normal (with margin) whose low
+// 29 bits are more than kMidpointMargin ulps from that pattern; otherwise (a
+// lane within the margin: about 2 in 10^7 random lanes; denormal or huge
+// results) it divides. Bit-identical to the scalar division by construction,
+// and tested against it on every edge (DequantizeAvx2Test).
+constexpr int64_t kMidpointMargin = 64;  // double ulps; the error bound is ~3
+constexpr int64_t kLow29Mask = (int64_t{1} << 29) - 1;
+constexpr int64_t kMidpoint = int64_t{1} << 28;
+// Biased double exponents of the results the multiply may produce: float
+// normals, one binade of margin at each end (2^-125 <= |r| < 2^127).
+constexpr int64_t kMinExponent = 1023 - 125;
+constexpr int64_t kMaxExponent = 1023 + 126;
+
+// ReciprocalIsSafe: per 64-bit lane, all-ones where float(r) is certainly
+// float(x) for r = q * (1 / scale).
+ATP_TARGET_AVX2 inline __m256i ReciprocalIsSafe(__m256d r) {
+  const __m256i bits = _mm256_castpd_si256(r);
+  const __m256i from_midpoint = _mm256_sub_epi64(
+      _mm256_and_si256(bits, _mm256_set1_epi64x(kLow29Mask)),
+      _mm256_set1_epi64x(kMidpoint - kMidpointMargin));
+  // Near a midpoint: 0 <= from_midpoint < 2 * margin.
+  const __m256i near_midpoint =
+      _mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), from_midpoint),
+                          _mm256_cmpgt_epi64(_mm256_set1_epi64x(2 * kMidpointMargin), from_midpoint));
+  const __m256i exponent =
+      _mm256_and_si256(_mm256_srli_epi64(bits, 52), _mm256_set1_epi64x(0x7FF));
+  const __m256i in_range =
+      _mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_set1_epi64x(kMinExponent), exponent),
+                          _mm256_cmpgt_epi64(_mm256_set1_epi64x(kMaxExponent + 1), exponent));
+  const __m256i zero = _mm256_cmpeq_epi64(bits, _mm256_setzero_si256());
+  return _mm256_or_si256(zero, _mm256_andnot_si256(near_midpoint, in_range));
+}
+
+// Dequantize8ByReciprocal: the 8 results by multiply when every lane is safe
+// (returns true), else false and *out untouched.
+ATP_TARGET_AVX2 inline bool Dequantize8ByReciprocal(__m256i q, __m256d inverse, __m256* out) {
+  const __m256d lo = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(q)), inverse);
+  const __m256d hi = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(q, 1)), inverse);
+  const __m256i safe = _mm256_and_si256(ReciprocalIsSafe(lo), ReciprocalIsSafe(hi));
+  if (_mm256_movemask_epi8(safe) != -1) return false;
+  *out = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
+  return true;
+}
+
+// ReciprocalApplies: the multiply's argument holds for this call: the
+// rounding mode is round-to-nearest, and 1 / scale is a normal double (so is
+// every scale a job uses in practice).
+inline bool ReciprocalApplies(double scale) {
+  return MxcsrRoundsToNearest() && scale >= 0x1p-1000 && scale <= 0x1p1000;
 }
 
 ATP_TARGET_AVX2 inline __m256 Dequantize8(__m256i q, __m256d scale) {
@@ -170,28 +250,65 @@ ATP_TARGET_AVX2 inline __m256 Dequantize8(__m256i q, __m256d scale) {
   return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
 }
 
+template <IntOrder kOrder>
+ATP_TARGET_AVX2 QuantizeOutcome QuantizeInOrder(std::span<const float> in, double scale,
+                                                int32_t* out) {
+  if (MxcsrRoundsToNearest()) return QuantizeLoop<Rounding::kMxcsrNearest, kOrder>(in, scale, out);
+  return QuantizeLoop<Rounding::kImmediate, kOrder>(in, scale, out);
+}
+
+// Dequantize8Exact: by multiply where that is exact (inverse given, see
+// above), else by division.
+ATP_TARGET_AVX2 inline __m256 Dequantize8Exact(__m256i q, __m256d scale, const __m256d* inverse) {
+  __m256 out;
+  if (inverse != nullptr && Dequantize8ByReciprocal(q, *inverse, &out)) return out;
+  return Dequantize8(q, scale);
+}
+
+// DequantizeLoop: src holds n int32 in kOrder (4-byte granular memory).
+template <IntOrder kOrder>
+ATP_TARGET_AVX2 void DequantizeLoop(const int32_t* src, size_t n, double scale, float* dst) {
+  const __m256d scale4 = _mm256_set1_pd(scale);
+  const bool reciprocal = ReciprocalApplies(scale);
+  const __m256d inverse4 = _mm256_set1_pd(1.0 / scale);
+  const __m256d* inverse = reciprocal ? &inverse4 : nullptr;
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm256_storeu_ps(dst + i, Dequantize8Exact(ToOrder<kOrder>(q), scale4, inverse));
+  }
+  if (i < n) {
+    // Masked-off lanes read as 0, which the multiply handles exactly.
+    const __m256i mask = TailMask(n - i);
+    const __m256i q = ToOrder<kOrder>(_mm256_maskload_epi32(src + i, mask));
+    _mm256_maskstore_ps(dst + i, mask, Dequantize8Exact(q, scale4, inverse));
+  }
+}
+
 }  // namespace
 
 QuantizeOutcome QuantizeAvx2(std::span<const float> in, double scale, std::span<int32_t> out) {
-  if (MxcsrRoundsToNearest()) return QuantizeLoop<Rounding::kMxcsrNearest>(in, scale, out);
-  return QuantizeLoop<Rounding::kImmediate>(in, scale, out);
+  return QuantizeInOrder<IntOrder::kHost>(in, scale, out.data());
 }
 
 ATP_TARGET_AVX2 void DequantizeAvx2(std::span<const int32_t> in, double scale,
                                     std::span<float> out) {
-  const size_t n = in.size();
-  const int32_t* src = in.data();
-  float* dst = out.data();
-  const __m256d scale4 = _mm256_set1_pd(scale);
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    _mm256_storeu_ps(dst + i, Dequantize8(q, scale4));
-  }
-  if (i < n) {
-    const __m256i mask = TailMask(n - i);
-    _mm256_maskstore_ps(dst + i, mask, Dequantize8(_mm256_maskload_epi32(src + i, mask), scale4));
-  }
+  DequantizeLoop<IntOrder::kHost>(in.data(), in.size(), scale, out.data());
+}
+
+// The wire forms reach the payload bytes through int32_t pointers only for
+// the intrinsics' signatures: every access is an unaligned vector load or
+// store (vmovdqu, vpmaskmovd), which have no alignment or aliasing demands
+// beyond the compiler's may_alias vector types.
+QuantizeOutcome QuantizeToWireAvx2(std::span<const float> in, double scale,
+                                   std::span<uint8_t> out) {
+  return QuantizeInOrder<IntOrder::kBig>(in, scale, reinterpret_cast<int32_t*>(out.data()));
+}
+
+ATP_TARGET_AVX2 void DequantizeFromWireAvx2(std::span<const uint8_t> in, double scale,
+                                            std::span<float> out) {
+  DequantizeLoop<IntOrder::kBig>(reinterpret_cast<const int32_t*>(in.data()), out.size(), scale,
+                                 out.data());
 }
 
 #else  // not x86: HasAvx2() is false and these are never called.
@@ -202,6 +319,15 @@ QuantizeOutcome QuantizeAvx2(std::span<const float> in, double scale, std::span<
 
 void DequantizeAvx2(std::span<const int32_t> in, double scale, std::span<float> out) {
   DequantizeScalar(in, scale, out);
+}
+
+QuantizeOutcome QuantizeToWireAvx2(std::span<const float> in, double scale,
+                                   std::span<uint8_t> out) {
+  return QuantizeToWireScalar(in, scale, out);
+}
+
+void DequantizeFromWireAvx2(std::span<const uint8_t> in, double scale, std::span<float> out) {
+  DequantizeFromWireScalar(in, scale, out);
 }
 
 #endif

@@ -14,6 +14,21 @@ namespace {
 
 constexpr TimeDelta kPublishInterval = TimeDelta::FromMilliseconds(1);
 
+bool OffloadsSegmentation(const transport::QueueCapabilities& caps) {
+  return caps.tx_segmentation != transport::TxSegmentation::kSoftware &&
+         caps.max_offload_segments > 1;
+}
+
+// ContinuesRun: `next` can be segment i of a job whose template is `first`:
+// every field the same but the seq position (first's + i) and the aggregator
+// index (carried per segment).
+bool ContinuesRun(const wire::AtpHeader& first, wire::AtpHeader next, size_t i) {
+  if (next.seq != transport::SegmentSeq(first.seq, i)) return false;
+  next.seq = first.seq;
+  next.aggregator = first.aggregator;
+  return next == first;
+}
+
 // A frame is the constant L2-L4 template, then the ATP header, then the payload.
 static_assert(wire::kL2L4HeaderBytes == wire::kAtpOffset);
 static_assert(wire::kAtpOffset + wire::kAtpHeaderBytes == wire::kPayloadOffset);
@@ -45,10 +60,19 @@ WorkerIoLoop::WorkerIoLoop(const WorkerIoLoopConfig& config,
       engine_(std::move(engine)),
       queue_(queue),
       burst_(config.max_burst),
+      offload_segmentation_(OffloadsSegmentation(queue.capabilities())),
       rx_frames_(burst_),
       tx_frames_(burst_),
-      tx_messages_(burst_),
+      tx_headers_(burst_),
+      tx_payloads_(burst_),
       completed_ids_(burst_) {
+  if (offload_segmentation_) {
+    segment_messages_.resize(burst_ * wire::kMessageBytes);
+    segment_aggregators_.resize(burst_);
+    for (size_t i = 0; i < burst_; ++i) {
+      tx_payloads_[i] = segment_messages_.data() + i * wire::kMessageBytes + wire::kAtpHeaderBytes;
+    }
+  }
   // Any valid header of this queue gives the L2-L4 bytes every frame shares.
   wire::FrameFields fields;
   fields.src_mac = config.self.mac;
@@ -94,7 +118,7 @@ StepResult WorkerIoLoop::Step(TimePoint now) {
   result.deadline = engine_->NextDeadline();
   // Frames waiting for room at the receiver (held by the queue or by us):
   // come back soon even if nothing else happens.
-  if (held_by_queue_ > 0 || pending_head_ < pending_.size()) {
+  if (held_by_queue_ > 0 || HasPending()) {
     result.deadline = Earliest(result.deadline, now + TimeDelta::FromMicroseconds(50));
   }
   return result;
@@ -127,14 +151,16 @@ bool WorkerIoLoop::Receive(TimePoint now) {
   for (int b = 0; b < kRxBurstsPerStep; ++b) {
     const size_t n = queue_.RxBurst(rx_frames_);
     for (size_t i = 0; i < n; ++i) {
-      const wire::DecodeError error = wire::DecodeFrame(rx_frames_[i].bytes(), config_.base_port,
-                                                        &rx_fields_, &rx_message_.payload);
-      if (error != wire::DecodeError::kOk) {
+      const std::span<const uint8_t> frame = rx_frames_[i].bytes();
+      if (wire::ValidateFrame(frame, config_.base_port) != wire::DecodeError::kOk) {
         ++decode_errors_;
         continue;
       }
-      rx_message_.header = rx_fields_.header;
-      engine_->OnParameterPacket(rx_message_, now);
+      // Valid: exactly kFrameBytes. The engine dequantizes the payload
+      // straight from the frame into the operation's output.
+      engine_->OnParameterPacket(
+          wire::DecodeHeader(frame.subspan<wire::kAtpOffset, wire::kAtpHeaderBytes>()),
+          frame.subspan<wire::kPayloadOffset, wire::kPayloadBytes>(), now);
     }
     transport::ReleaseFrames(std::span(rx_frames_).first(n));
     total += n;
@@ -172,6 +198,7 @@ bool WorkerIoLoop::FinishCompleted() {
 }
 
 bool WorkerIoLoop::RetryPending() {
+  if (segments_head_ < segments_end_) return SendSegmentRuns();
   if (pending_head_ == pending_.size()) return true;
   const size_t taken = queue_.TxBurst(std::span(pending_).subspan(pending_head_));
   frames_sent_ += taken;
@@ -182,43 +209,89 @@ bool WorkerIoLoop::RetryPending() {
   return true;
 }
 
+WorkerIoLoop::SendOutcome WorkerIoLoop::SendFrames(TimePoint now) {
+  SendOutcome out;
+  const size_t allocated = queue_.tx_pool().AllocBurst(tx_frames_);
+  out.capacity = allocated;
+  for (size_t i = 0; i < allocated; ++i) tx_payloads_[i] = tx_frames_[i].data + wire::kPayloadOffset;
+  // CollectSends also handles an expired retransmission timer, even with no
+  // room: it queues the resends for the next call.
+  const size_t n = engine_->CollectSends(now, std::span(tx_headers_).first(allocated),
+                                         std::span(tx_payloads_).first(allocated));
+  out.collected = n;
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t* frame = tx_frames_[i].data;
+    std::memcpy(frame, l2l4_template_.data(), wire::kL2L4HeaderBytes);
+    wire::EncodeHeader(tx_headers_[i], std::span<uint8_t, wire::kAtpHeaderBytes>(
+                                           frame + wire::kAtpOffset, wire::kAtpHeaderBytes));
+    tx_frames_[i].length = wire::kFrameBytes;
+  }
+  if (allocated > n) queue_.tx_pool().FreeBurst(std::span(tx_frames_).subspan(n, allocated - n));
+  if (n == 0) return out;
+  const size_t taken = queue_.TxBurst(std::span(tx_frames_).first(n));
+  frames_sent_ += taken;
+  if (taken < n) {
+    pending_.assign(tx_frames_.begin() + static_cast<ptrdiff_t>(taken),
+                    tx_frames_.begin() + static_cast<ptrdiff_t>(n));
+    pending_head_ = 0;
+    out.blocked = true;
+  }
+  return out;
+}
+
+WorkerIoLoop::SendOutcome WorkerIoLoop::SendSegmented(TimePoint now) {
+  SendOutcome out;
+  out.capacity = burst_;
+  // The payloads land in segment_messages_, each behind the 16 bytes its
+  // header takes (the transport writes them from the job, in place).
+  const size_t n = engine_->CollectSends(now, tx_headers_, tx_payloads_);
+  out.collected = n;
+  if (n == 0) return out;
+  for (size_t i = 0; i < n; ++i) segment_aggregators_[i] = tx_headers_[i].aggregator;
+  segments_head_ = 0;
+  segments_end_ = n;
+  out.blocked = !SendSegmentRuns();
+  return out;
+}
+
+bool WorkerIoLoop::SendSegmentRuns() {
+  while (segments_head_ < segments_end_) {
+    const size_t first = segments_head_;
+    const wire::AtpHeader& head = tx_headers_[first];
+    size_t k = 1;
+    while (first + k < segments_end_ && ContinuesRun(head, tx_headers_[first + k], k)) ++k;
+    transport::SegmentationJob job;
+    std::copy_n(l2l4_template_.begin(), wire::kL2L4HeaderBytes, job.header.begin());
+    wire::EncodeHeader(head, std::span<uint8_t, wire::kAtpHeaderBytes>(
+                                 job.header.data() + wire::kAtpOffset, wire::kAtpHeaderBytes));
+    job.messages = std::span(segment_messages_).subspan(first * wire::kMessageBytes,
+                                                        k * wire::kMessageBytes);
+    job.aggregators = std::span(segment_aggregators_).subspan(first, k);
+    const size_t taken = queue_.TxSegmented(job);
+    frames_sent_ += taken;
+    segments_head_ += taken;
+    if (taken < k) return false;
+  }
+  segments_head_ = 0;
+  segments_end_ = 0;
+  return true;
+}
+
 bool WorkerIoLoop::Transmit(TimePoint now) {
   bool work = false;
   bool blocked = false;
-  if (pending_head_ < pending_.size()) {
-    const size_t before = pending_head_;
+  if (HasPending()) {
+    const size_t before = pending_head_ + segments_head_;
     blocked = !RetryPending();
-    work = pending_head_ != before || pending_.empty();
+    work = pending_head_ + segments_head_ != before || !HasPending();
   }
   for (int b = 0; b < kTxBurstsPerStep && !blocked; ++b) {
     if (!engine_->WantsToSend() && engine_->NextDeadline() > now) break;
-    const size_t allocated = queue_.tx_pool().AllocBurst(tx_frames_);
-    // CollectSends also handles an expired retransmission timer, even with no
-    // room: it queues the resends for the next call.
-    const size_t n = engine_->CollectSends(now, std::span(tx_messages_).first(allocated));
-    for (size_t i = 0; i < n; ++i) {
-      uint8_t* frame = tx_frames_[i].data;
-      std::memcpy(frame, l2l4_template_.data(), wire::kL2L4HeaderBytes);
-      wire::EncodeHeader(tx_messages_[i].header,
-                         std::span<uint8_t, wire::kAtpHeaderBytes>(frame + wire::kAtpOffset,
-                                                                   wire::kAtpHeaderBytes));
-      wire::EncodePayload(tx_messages_[i].payload,
-                          std::span<uint8_t, wire::kPayloadBytes>(frame + wire::kPayloadOffset,
-                                                                  wire::kPayloadBytes));
-      tx_frames_[i].length = wire::kFrameBytes;
-    }
-    if (allocated > n) queue_.tx_pool().FreeBurst(std::span(tx_frames_).subspan(n, allocated - n));
-    if (n == 0) break;
+    const SendOutcome sent = offload_segmentation_ ? SendSegmented(now) : SendFrames(now);
+    if (sent.collected == 0) break;
     work = true;
-    const size_t taken = queue_.TxBurst(std::span(tx_frames_).first(n));
-    frames_sent_ += taken;
-    if (taken < n) {
-      pending_.assign(tx_frames_.begin() + static_cast<ptrdiff_t>(taken),
-                      tx_frames_.begin() + static_cast<ptrdiff_t>(n));
-      pending_head_ = 0;
-      blocked = true;
-    }
-    if (n < allocated || allocated == 0) break;
+    blocked = sent.blocked;
+    if (sent.collected < sent.capacity) break;
   }
   if (work || held_by_queue_ > 0) held_by_queue_ = queue_.Flush();
   return work;

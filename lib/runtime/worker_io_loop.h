@@ -8,10 +8,31 @@
 //   StepResult r = loop->Step(MonotonicNow());    // the I/O thread, over and over
 //
 // Step is one iteration: take submitted pieces (Enqueue), receive up to a few
-// bursts (wire::DecodeFrame, rejects counted; OnParameterPacket), finish
-// completed pieces (averaging, OpState::PieceDone), then send what the engine
-// wants (CollectSends, wire::EncodeFrame into the queue's TX pool, TxBurst,
-// Flush). Frames the transport did not take are kept and retried first.
+// bursts (wire::ValidateFrame, rejects counted; OnParameterPacket dequantizes
+// straight from the frame into the output), finish completed pieces
+// (averaging, OpState::PieceDone), then send what the engine wants, and
+// Flush. Frames or segments the transport did not take are kept and retried
+// first.
+//
+// Sending: the engine quantizes each fragment straight into the bytes that go
+// on the medium, in network byte order (CollectSends, wire form: one pass, no
+// host-order copy), and the loop adds the headers. How the burst reaches the
+// transport depends on the queue (QueueCapabilities::tx_segmentation):
+//
+//   - kKernelGso / kHardwareTso (the queue offloads segmentation): fragments
+//     are written as 264-byte ATP messages back to back in one buffer, and
+//     each run of consecutive fragments whose headers differ only in the
+//     position bits of seq (consecutive) and the aggregator index goes out
+//     as one SegmentationJob in its `messages` form (zero copy: one
+//     UDP_SEGMENT send or one TSO work request per run). Per-fragment ATP
+//     header fields thus live in each segment's message, and only the L2-L4
+//     headers and the fields a run shares come from the template. A run
+//     breaks where a header differs otherwise (a resend among first sends,
+//     fp, a seq gap), which in steady state is rare.
+//   - kSoftware (loopback, DPDK without TSO): software segmentation would
+//     replicate the template and copy every payload into a frame, so the
+//     fragments are quantized straight into TX-pool frames instead and go out
+//     with TxBurst: the same frames with one copy fewer.
 //
 // Step never blocks and reads no clock (it is handed `now`), so tests and the
 // benchmark drive it directly, without a thread.
@@ -105,13 +126,30 @@ class WorkerIoLoop {
   WorkerIoLoop(const WorkerIoLoopConfig& config, std::unique_ptr<worker::WorkerQueueEngine> engine,
                transport::Queue& queue);
 
+  // SendOutcome: what one burst of sends did.
+  struct SendOutcome {
+    size_t collected = 0;  // fragments the engine wrote
+    size_t capacity = 0;   // room it was given
+    bool blocked = false;  // the transport took fewer: the rest is pending
+  };
+
   bool TakeSubmitted();
   bool Receive(TimePoint now);
   bool FinishCompleted();
   bool Transmit(TimePoint now);
-  // RetryPending: offers the frames the transport did not take; false while
-  // some remain.
+  // SendFrames / SendSegmented: one burst, as frames (TxBurst) or as
+  // segmentation jobs (TxSegmented); see the header comment.
+  SendOutcome SendFrames(TimePoint now);
+  SendOutcome SendSegmented(TimePoint now);
+  // SendSegmentRuns: offers segments [segments_head_, segments_end_) of the
+  // message buffer as jobs, run by run; false when the transport took fewer.
+  bool SendSegmentRuns();
+  // RetryPending: offers the frames or segments the transport did not take;
+  // false while some remain.
   bool RetryPending();
+  bool HasPending() const {
+    return pending_head_ < pending_.size() || segments_head_ < segments_end_;
+  }
   void Publish();
 
   const WorkerIoLoopConfig config_;
@@ -122,13 +160,21 @@ class WorkerIoLoop {
   // the same addresses, TOS and ports every time, so they (and the IPv4
   // checksum) are encoded once; only the ATP header and payload change.
   std::array<uint8_t, wire::kL2L4HeaderBytes> l2l4_template_{};
-  wire::FrameFields rx_fields_;
-  wire::AtpMessage rx_message_;
+  // The queue offloads segmentation (kKernelGso, kHardwareTso).
+  const bool offload_segmentation_;
 
   // Burst buffers, preallocated.
   std::vector<transport::FrameRef> rx_frames_;
   std::vector<transport::FrameRef> tx_frames_;
-  std::vector<wire::AtpMessage> tx_messages_;
+  std::vector<wire::AtpHeader> tx_headers_;
+  std::vector<uint8_t*> tx_payloads_;  // where the engine quantizes message i
+  // Offload only: burst_ ATP messages (264 bytes each) back to back, the
+  // payload of message i at tx_payloads_[i]; its aggregator indices.
+  std::vector<uint8_t> segment_messages_;
+  std::vector<uint16_t> segment_aggregators_;
+  // Segments collected but not yet taken: [segments_head_, segments_end_).
+  size_t segments_head_ = 0;
+  size_t segments_end_ = 0;
   std::vector<worker::OperationId> completed_ids_;
   // Frames encoded but not yet taken by the transport: [pending_head_, end).
   std::vector<transport::FrameRef> pending_;

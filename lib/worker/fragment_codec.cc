@@ -38,13 +38,49 @@ FragmentEncoding EncodeFragment(std::span<const float> values, double scale,
   return FragmentEncoding::kFloat;
 }
 
+FragmentEncoding EncodeFragmentToWire(std::span<const float> values, double scale,
+                                      FragmentEncoding wanted,
+                                      std::span<uint8_t, wire::kPayloadBytes> payload) {
+  assert(values.size() <= wire::kValuesPerFragment);
+  const size_t n = std::min(values.size(), wire::kValuesPerFragment);
+  std::fill(payload.begin() + static_cast<ptrdiff_t>(n * sizeof(int32_t)), payload.end(),
+            uint8_t{0});
+  if (wanted == FragmentEncoding::kInteger &&
+      QuantizeToWire(values.first(n), scale, payload) == QuantizeOutcome::kExact) {
+    return FragmentEncoding::kInteger;
+  }
+  // The float32 path is the rare one (NaN, infinity, saturation, overflow
+  // requests): it goes through the wire codec's byte swap.
+  wire::Payload bits{};
+  std::memcpy(bits.data(), values.data(), n * sizeof(float));
+  wire::EncodePayload(bits, payload);
+  return FragmentEncoding::kFloat;
+}
+
 void DecodeResult(const wire::AtpMessage& message, double scale, std::span<float> out) {
+  DecodeResult(message.header.fp, message.payload, scale, out);
+}
+
+void DecodeResult(bool fp, const wire::Payload& payload, double scale, std::span<float> out) {
   assert(out.size() <= wire::kValuesPerFragment);
   const size_t n = std::min(out.size(), wire::kValuesPerFragment);
-  if (message.header.fp) {
-    std::memcpy(out.data(), message.payload.data(), n * sizeof(float));
+  if (fp) {
+    std::memcpy(out.data(), payload.data(), n * sizeof(float));
   } else {
-    Dequantize(AsInt32(message.payload).first(n), scale, out.first(n));
+    Dequantize(AsInt32(payload).first(n), scale, out.first(n));
+  }
+}
+
+void DecodeResultFromWire(bool fp, std::span<const uint8_t, wire::kPayloadBytes> payload,
+                          double scale, std::span<float> out) {
+  assert(out.size() <= wire::kValuesPerFragment);
+  const size_t n = std::min(out.size(), wire::kValuesPerFragment);
+  if (fp) {
+    wire::Payload bits;
+    wire::DecodePayload(payload, bits);
+    std::memcpy(out.data(), bits.data(), n * sizeof(float));
+  } else {
+    DequantizeFromWire(payload, scale, out.first(n));
   }
 }
 

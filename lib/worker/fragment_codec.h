@@ -36,9 +36,23 @@ enum class FragmentEncoding : uint8_t {
 FragmentEncoding EncodeFragment(std::span<const float> values, double scale,
                                 FragmentEncoding wanted, wire::Payload& payload);
 
+// EncodeFragmentToWire: the same, written straight into a frame's 248
+// payload bytes in network byte order (quantized in one pass, no host-order
+// copy): what the I/O loop sends.
+FragmentEncoding EncodeFragmentToWire(std::span<const float> values, double scale,
+                                      FragmentEncoding wanted,
+                                      std::span<uint8_t, wire::kPayloadBytes> payload);
+
 // DecodeResult: the first out.size() (at most 62) values of a parameter
 // packet: int32 sums dequantized with `scale`, or float32 bits when `fp`.
 void DecodeResult(const wire::AtpMessage& message, double scale, std::span<float> out);
+// DecodeResult: the same, from a payload and the header's `fp` flag.
+void DecodeResult(bool fp, const wire::Payload& payload, double scale, std::span<float> out);
+
+// DecodeResultFromWire: the same, read straight from a received frame's 248
+// payload bytes (network byte order); `fp` is the header's flag.
+void DecodeResultFromWire(bool fp, std::span<const uint8_t, wire::kPayloadBytes> payload,
+                          double scale, std::span<float> out);
 
 }  // namespace atp::worker
 

@@ -180,27 +180,46 @@ void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
   rto_deadline_ = TimerDeadline(now);
 }
 
-void WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission,
-                                     wire::AtpMessage& out) const {
+bool WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission,
+                                     const SendTarget& out, size_t i) const {
   const Operation& op = *slot.op;
   const uint64_t offset = (slot.position - op.first_position) * kValuesPerFragment;
   const size_t count = static_cast<size_t>(
       std::min<uint64_t>(kValuesPerFragment, op.input.size() - offset));
-  out.header = header_template_;
-  out.header.seq = wire::MakeSeq(config_.queue, static_cast<uint32_t>(slot.position));
-  out.header.aggregator = slot.aggregator;
-  out.header.resend = transmission == Transmission::kResend;
+  wire::AtpHeader& header = out.messages != nullptr ? out.messages[i].header : out.headers[i];
+  header = header_template_;
+  header.seq = wire::MakeSeq(config_.queue, static_cast<uint32_t>(slot.position));
+  header.aggregator = slot.aggregator;
+  header.resend = transmission == Transmission::kResend;
   FragmentEncoding wanted =
       slot.send_as_float ? FragmentEncoding::kFloat : FragmentEncoding::kInteger;
-  out.header.fp = EncodeFragment(op.input.subspan(offset, count), config_.scale, wanted,
-                                 out.payload) == FragmentEncoding::kFloat;
+  const std::span<const float> values = op.input.subspan(offset, count);
+  const FragmentEncoding used =
+      out.messages != nullptr
+          ? EncodeFragment(values, config_.scale, wanted, out.messages[i].payload)
+          : EncodeFragmentToWire(values, config_.scale, wanted,
+                                 std::span<uint8_t, wire::kPayloadBytes>(out.wire_payloads[i],
+                                                                         wire::kPayloadBytes));
+  header.fp = used == FragmentEncoding::kFloat;
+  return header.fp;
 }
 
 size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage> out) {
+  return CollectSendsTo(now, SendTarget{.messages = out.data(), .capacity = out.size()});
+}
+
+size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpHeader> headers,
+                                       std::span<uint8_t* const> wire_payloads) {
+  return CollectSendsTo(now, SendTarget{.headers = headers.data(),
+                                        .wire_payloads = wire_payloads.data(),
+                                        .capacity = std::min(headers.size(), wire_payloads.size())});
+}
+
+size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
   if (in_flight_ > 0 && now >= rto_deadline_) OnRetransmissionTimeout(now);
   if (resends_held_ && now >= resend_hold_until_) resends_held_ = false;
   size_t n = 0;
-  while (n < out.size() && !resends_held_ && resend_count_ > 0) {
+  while (n < out.capacity && !resends_held_ && resend_count_ > 0) {
     const uint64_t position = resend_ring_[resend_head_];
     resend_head_ = (resend_head_ + 1) & slot_mask_;
     --resend_count_;
@@ -213,7 +232,7 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     // the request, OnParameterPacket). Any other resend is ambiguous.
     if (!(slot.resend_cause == ResendCause::kOverflow && slot.timed)) slot.timed = false;
     CountAgainstWindow(slot);
-    BuildMessage(slot, Transmission::kResend, out[n++]);
+    BuildMessage(slot, Transmission::kResend, out, n++);
     switch (slot.resend_cause) {
       case ResendCause::kLoss: ++counters_.resends_loss; break;
       case ResendCause::kTimeout: ++counters_.resends_timeout; break;
@@ -221,7 +240,7 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     }
   }
   SkipRecoveredPositions();
-  while (n < out.size() && !resends_held_ && RecoveryPending() &&
+  while (n < out.capacity && !resends_held_ && RecoveryPending() &&
          window_in_flight_ < cc_.window()) {
     Slot& slot = SlotOf(recovery_next_);
     ResendCause cause = ResendCause::kTimeout;
@@ -233,7 +252,7 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     }
     slot.timed = false;
     CountAgainstWindow(slot);
-    BuildMessage(slot, Transmission::kResend, out[n++]);
+    BuildMessage(slot, Transmission::kResend, out, n++);
     switch (cause) {
       case ResendCause::kLoss: ++counters_.resends_loss; break;
       case ResendCause::kTimeout: ++counters_.resends_timeout; break;
@@ -241,7 +260,7 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     }
     SkipRecoveredPositions();
   }
-  while (n < out.size() && MaySendNew()) {
+  while (n < out.capacity && MaySendNew()) {
     Operation& op = OperationForNextSend();
     Slot& slot = SlotOf(next_send_);
     assert(slot.state == SlotState::kFree);
@@ -253,9 +272,9 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
     slot.counted = true;
     slot.send_as_float = false;
     slot.resend_queued = false;
-    BuildMessage(slot, Transmission::kFirst, out[n]);
+    const bool fp = BuildMessage(slot, Transmission::kFirst, out, n);
     ++counters_.fragments_sent;
-    if (out[n].header.fp) ++counters_.fp_fragments_sent;
+    if (fp) ++counters_.fp_fragments_sent;
     ++n;
     if (in_flight_ == 0) rto_deadline_ = TimerDeadline(now);
     ++in_flight_;
@@ -269,7 +288,17 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpMessage
 }
 
 void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimePoint now) {
-  const wire::AtpHeader& h = message.header;
+  OnParameterPacketWith(message.header, ResultPayload{.host = &message.payload}, now);
+}
+
+void WorkerQueueEngine::OnParameterPacket(const wire::AtpHeader& header,
+                                          std::span<const uint8_t, wire::kPayloadBytes> wire_payload,
+                                          TimePoint now) {
+  OnParameterPacketWith(header, ResultPayload{.wire = wire_payload.data()}, now);
+}
+
+void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
+                                              const ResultPayload& payload, TimePoint now) {
   if (!h.ack || h.job != config_.shape.job || h.queue() != config_.queue) {
     ++counters_.ignored_foreign;
     return;
@@ -317,7 +346,14 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
   const uint64_t offset = (position - op.first_position) * kValuesPerFragment;
   const size_t count =
       static_cast<size_t>(std::min<uint64_t>(kValuesPerFragment, op.output.size() - offset));
-  DecodeResult(message, config_.scale, op.output.subspan(offset, count));
+  const std::span<float> result = op.output.subspan(offset, count);
+  if (payload.host != nullptr) {
+    DecodeResult(h.fp, *payload.host, config_.scale, result);
+  } else {
+    DecodeResultFromWire(h.fp, std::span<const uint8_t, wire::kPayloadBytes>(payload.wire,
+                                                                            wire::kPayloadBytes),
+                         config_.scale, result);
+  }
   ++counters_.parameter_packets;
   if (h.collision) {
     // The next fragment of this slot (position + slots) uses the new index;

@@ -173,6 +173,11 @@ class WorkerQueueEngine {
   // float32 resend. Anything else (another job or queue, not `ack`, a
   // position not in flight) is counted and ignored.
   void OnParameterPacket(const wire::AtpMessage& message, TimePoint now);
+  // OnParameterPacket (wire form): the same, with the payload read straight
+  // from a received frame's 248 payload bytes (network byte order) and
+  // dequantized into the output in one pass.
+  void OnParameterPacket(const wire::AtpHeader& header,
+                         std::span<const uint8_t, wire::kPayloadBytes> wire_payload, TimePoint now);
 
   // CollectSends: the messages to send now, written to out[0..n), n returned.
   // First handles an expired retransmission timeout (NextDeadline() <= now),
@@ -182,6 +187,12 @@ class WorkerQueueEngine {
   // What does not fit in `out` stays queued for the next call (see
   // WantsToSend).
   size_t CollectSends(TimePoint now, std::span<wire::AtpMessage> out);
+  // CollectSends (wire form): the same sends, message i's header written to
+  // headers[i] and its payload quantized straight into wire_payloads[i] (248
+  // bytes in network byte order, e.g. the payload of the frame it goes out
+  // in), for i < n <= min(headers.size(), wire_payloads.size()).
+  size_t CollectSends(TimePoint now, std::span<wire::AtpHeader> headers,
+                      std::span<uint8_t* const> wire_payloads);
 
   // WantsToSend: CollectSends would write at least one message now (ignoring
   // timeouts: see NextDeadline).
@@ -258,7 +269,27 @@ class WorkerQueueEngine {
   void TakeRttSample(TimeDelta rtt, TimePoint now);
   // TimerDeadline: when a timer armed at `now` fires (RTO, jittered).
   TimePoint TimerDeadline(TimePoint now) const { return now + jitter_.Stretch(rtt_.Rto()); }
-  void BuildMessage(const Slot& slot, Transmission transmission, wire::AtpMessage& out) const;
+  // SendTarget: where CollectSends writes message i: a whole host-order
+  // message (messages[i]), or a header and a payload in network byte order
+  // (headers[i], wire_payloads[i]).
+  struct SendTarget {
+    wire::AtpMessage* messages = nullptr;
+    wire::AtpHeader* headers = nullptr;
+    uint8_t* const* wire_payloads = nullptr;
+    size_t capacity = 0;
+  };
+  // ResultPayload: a parameter packet's payload, host order or wire bytes.
+  struct ResultPayload {
+    const wire::Payload* host = nullptr;
+    const uint8_t* wire = nullptr;
+  };
+  size_t CollectSendsTo(TimePoint now, const SendTarget& out);
+  void OnParameterPacketWith(const wire::AtpHeader& h, const ResultPayload& payload,
+                             TimePoint now);
+  // BuildMessage: writes `slot`'s fragment as message i of `out`; returns
+  // whether it went as float32 (`fp`).
+  bool BuildMessage(const Slot& slot, Transmission transmission, const SendTarget& out,
+                    size_t i) const;
   Operation& OperationForNextSend();
   void PopCompletedOperations();
 

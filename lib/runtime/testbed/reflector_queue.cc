@@ -18,13 +18,18 @@ std::unique_ptr<transport::HeapFramePool> MakePool(uint32_t frames) {
 
 }  // namespace
 
-ReflectorQueue::ReflectorQueue(uint32_t index, Mode mode, uint32_t capacity)
+ReflectorQueue::ReflectorQueue(uint32_t index, Mode mode, uint32_t capacity,
+                               transport::TxSegmentation tx_segmentation)
     : index_(index),
       mode_(mode),
       capacity_(capacity),
       rx_pool_(MakePool(capacity + 256)),
       tx_pool_(MakePool(1024)) {
   capabilities_.steering = transport::Steering::kDirect;
+  capabilities_.tx_segmentation = tx_segmentation;
+  if (tx_segmentation != transport::TxSegmentation::kSoftware) {
+    capabilities_.max_offload_segments = 64;
+  }
   if (mode_ == Mode::kHold) held_.reserve(capacity);
 }
 
@@ -89,18 +94,27 @@ size_t ReflectorQueue::TxBurst(std::span<const transport::FrameRef> frames) {
 size_t ReflectorQueue::TxSegmented(const transport::SegmentationJob& job) {
   std::array<uint8_t, wire::kFrameBytes> frame;
   size_t n = 0;
+  if (mode_ == Mode::kDiscard && !job.empty()) {
+    // Dropped unseen, like an offload that hands the job on whole: only the
+    // last segment is built (last_discarded()).
+    n = job.size();
+    discarded_ += n;
+    transport::WriteSegmentFrame(job, n - 1, last_discarded_);
+  }
   for (; n < job.size(); ++n) {
     transport::WriteSegmentFrame(job, n, frame);
-    if (mode_ == Mode::kDiscard) {
-      ++discarded_;
-      last_discarded_ = frame;
-    } else if (mode_ == Mode::kHold) {
+    if (mode_ == Mode::kHold) {
       if (!Hold(frame.data())) break;
     } else if (!Answer(frame.data())) {
       break;
     }
   }
   stats_.tx_frames += n;
+  if (n > 0) ++stats_.tx_segmentation_jobs;
+  if (capabilities_.tx_segmentation != transport::TxSegmentation::kSoftware) {
+    stats_.tx_offloaded_segments += n;
+  }
+  if (n < job.size()) ++stats_.tx_backpressure;
   return n;
 }
 

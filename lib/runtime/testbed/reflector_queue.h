@@ -14,6 +14,12 @@
 // pool; the ring holds at most `capacity` frames (TxBurst takes fewer when
 // full); kHold keeps up to `capacity` frames without allocating. Not
 // thread-safe, like every Queue.
+//
+// `tx_segmentation` is what the queue declares in its capabilities: with
+// kKernelGso or kHardwareTso it stands for a queue that offloads
+// segmentation (up to 64 segments per job), so a sender takes its offload
+// path; the segments are still turned into frames here, one by one, and
+// counted as offloaded.
 #ifndef ATP_LIB_RUNTIME_TESTBED_REFLECTOR_QUEUE_H_
 #define ATP_LIB_RUNTIME_TESTBED_REFLECTOR_QUEUE_H_
 
@@ -40,7 +46,8 @@ class ReflectorQueue final : public transport::Queue {
                // sender's cost remains (the last one is kept: last_discarded())
   };
 
-  ReflectorQueue(uint32_t index, Mode mode, uint32_t capacity = 4096);
+  ReflectorQueue(uint32_t index, Mode mode, uint32_t capacity = 4096,
+                 transport::TxSegmentation tx_segmentation = transport::TxSegmentation::kSoftware);
   ~ReflectorQueue() override;
 
   uint32_t index() const override { return index_; }

@@ -307,5 +307,34 @@ TEST(DequantizeAvx2Test, RandomIntsMatchScalar) {
   }
 }
 
+// Quotients that are exactly a midpoint between two floats (q = s * m for a
+// 25-bit odd significand m, at scale s), their neighbours q +- 1 .. 3, and
+// the same ints at power-of-two scales: the results closest to a rounding
+// boundary that can be constructed, which DequantizeAvx2 sends to its
+// division (quantize_avx2.cc). A quotient where the multiply and the division
+// would actually round to different floats needs the two doubles to straddle
+// a midpoint (about 1 in 10^9 random quotients, and no closed form): the
+// margin argument in quantize_avx2.cc covers it, not this test.
+TEST(DequantizeAvx2Test, QuotientsAtFloatMidpointsMatchScalar) {
+  SKIP_WITHOUT_AVX2();
+  std::vector<int32_t> ints;
+  for (int64_t s : {3, 5, 7, 10, 11, 100, 127}) {
+    for (int64_t t = 0; t < 64; ++t) {
+      for (int shift = 0; shift < 8; ++shift) {
+        const int64_t m = ((int64_t{1} << 24) + 2 * t + 1) << shift;
+        const int64_t q = s * m;
+        if (q > kMax) continue;
+        for (int64_t d = -3; d <= 3; ++d) {
+          ints.push_back(static_cast<int32_t>(q + d));
+          ints.push_back(static_cast<int32_t>(-(q + d)));
+        }
+      }
+    }
+  }
+  for (double scale : {3.0, 5.0, 7.0, 10.0, 11.0, 100.0, 127.0, 1.0, 2.0, 1048576.0}) {
+    ExpectSameDequantize(ints, scale, "midpoints");
+  }
+}
+
 }  // namespace
 }  // namespace atp

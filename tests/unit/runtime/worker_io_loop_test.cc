@@ -1,7 +1,9 @@
 // WorkerIoLoop driven step by step with a fake clock over a ReflectorQueue
 // (a transport that answers instantly): frames carry the right addresses and
 // ports, results are exact, back-pressure loses nothing, rejects are counted,
-// and an abandoned piece finishes its operation.
+// and an abandoned piece finishes its operation. On a queue that offloads
+// segmentation the loop sends segmentation jobs, and the frames they become
+// are byte for byte those of the TxBurst path.
 #include "lib/runtime/worker_io_loop.h"
 
 #include <cstdint>
@@ -270,6 +272,66 @@ TEST(WorkerIoLoopTest, AbandonFinishesPendingOperationsWithTheStatus) {
   loop->Abandon(absl::CancelledError("stop"));
   EXPECT_TRUE(absl::IsCancelled(in_engine->status()));
   EXPECT_TRUE(absl::IsCancelled(in_inbox->status()));
+}
+
+// A queue that offloads segmentation (as kernel UDP GSO and mlx5 TSO do).
+constexpr transport::TxSegmentation kOffload = transport::TxSegmentation::kKernelGso;
+
+TEST(WorkerIoLoopTest, OffloadingQueueGetsSegmentationJobsAndExactResults) {
+  ReflectorQueue queue(2, ReflectorQueue::Mode::kReflect, 4096, kOffload);
+  WorkerOptions o = OneWorkerJob();
+  auto loop = MakeLoop(o, queue);
+  const std::vector<float> in = Values(62 * 500 + 7, 1);
+  std::vector<float> out(in.size(), -100.0f);
+  auto op = std::make_shared<internal::OpState>(1, 1);
+  loop->Submit(Piece(op, in, out));
+  StepUntilDone(*loop, *op, kT0);
+  ASSERT_TRUE(op->done());
+  EXPECT_EQ(out, RoundTrip(in, o.job.scale));
+  const transport::QueueStats q = queue.stats();
+  EXPECT_EQ(q.tx_offloaded_segments, 501u);
+  // Runs of several segments, not one job per fragment: the window (16)
+  // opens in bursts of the loop's max_burst (8).
+  EXPECT_GT(q.tx_segmentation_jobs, 0u);
+  EXPECT_LT(q.tx_segmentation_jobs, 501u / 2);
+  EXPECT_EQ(loop->statistics().frames_sent, 501u);
+}
+
+TEST(WorkerIoLoopTest, SegmentedFramesAreByteForByteTheTxBurstOnes) {
+  // The same piece through both paths, with an fp fragment (its header
+  // differs, so it breaks the run) and a tail fragment.
+  std::vector<float> in = Values(62 * 20 + 5, 8);
+  in[62 * 7 + 3] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::vector<ReflectorQueue::Frame>> sent;
+  for (transport::TxSegmentation mode : {transport::TxSegmentation::kSoftware, kOffload}) {
+    ReflectorQueue queue(4, ReflectorQueue::Mode::kHold, 4096, mode);
+    WorkerOptions o = OneWorkerJob();
+    o.job.initial_window = 64;
+    auto loop = MakeLoop(o, queue);
+    std::vector<float> out(in.size());
+    auto op = std::make_shared<internal::OpState>(1, 1);
+    loop->Submit(Piece(op, in, out));
+    loop->Step(kT0);
+    sent.emplace_back(queue.held().begin(), queue.held().end());
+    EXPECT_EQ(queue.stats().tx_segmentation_jobs > 0, mode == kOffload);
+  }
+  ASSERT_EQ(sent[0].size(), 21u);
+  EXPECT_EQ(sent[0], sent[1]);
+}
+
+TEST(WorkerIoLoopTest, SegmentationBackPressureLosesNothing) {
+  ReflectorQueue queue(1, ReflectorQueue::Mode::kReflect, /*capacity=*/3, kOffload);
+  WorkerOptions o = OneWorkerJob();
+  auto loop = MakeLoop(o, queue);
+  const std::vector<float> in = Values(62 * 200, 4);
+  std::vector<float> out(in.size());
+  auto op = std::make_shared<internal::OpState>(1, 1);
+  loop->Submit(Piece(op, in, out));
+  StepUntilDone(*loop, *op, kT0);
+  ASSERT_TRUE(op->done());
+  EXPECT_EQ(out, RoundTrip(in, o.job.scale));
+  EXPECT_GT(queue.stats().tx_backpressure, 0u);
+  EXPECT_EQ(loop->statistics().retransmissions, 0u);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "lib/worker/fragment_codec.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -112,6 +113,48 @@ TEST(FragmentCodecTest, DecodeResultTakesFloatBitsWhenFp) {
   DecodeResult(m, kDefaultScale, out);
   EXPECT_EQ(out[0], 3.5f);
   EXPECT_TRUE(std::isinf(out[1]));
+}
+
+// The wire forms write and read exactly the bytes wire::EncodePayload makes
+// of the host-order forms, on both paths (integer and float32).
+TEST(FragmentCodecTest, WireEncodingIsTheHostEncodingInNetworkOrder) {
+  std::vector<float> values(62);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.013f * static_cast<float>(i) - 0.4f;
+  for (size_t n : {size_t{0}, size_t{5}, size_t{62}}) {
+    for (bool poison : {false, true}) {
+      std::vector<float> v(values.begin(), values.begin() + static_cast<ptrdiff_t>(n));
+      if (poison && n > 0) v[n / 2] = std::numeric_limits<float>::quiet_NaN();
+      for (FragmentEncoding wanted : {FragmentEncoding::kInteger, FragmentEncoding::kFloat}) {
+        wire::Payload host;
+        const FragmentEncoding host_used = EncodeFragment(v, kDefaultScale, wanted, host);
+        std::array<uint8_t, wire::kPayloadBytes> expected;
+        wire::EncodePayload(host, expected);
+        std::array<uint8_t, wire::kPayloadBytes> got;
+        got.fill(0xEE);
+        EXPECT_EQ(EncodeFragmentToWire(v, kDefaultScale, wanted, got), host_used);
+        EXPECT_EQ(got, expected) << "n=" << n << " poison=" << poison;
+      }
+    }
+  }
+}
+
+TEST(FragmentCodecTest, DecodeResultFromWireEqualsDecodeResult) {
+  for (bool fp : {false, true}) {
+    wire::AtpMessage m;
+    m.header.ack = true;
+    m.header.fp = fp;
+    for (size_t i = 0; i < m.payload.size(); ++i) {
+      m.payload[i] = fp ? Bits(0.25f * static_cast<float>(i) - 3.0f)
+                        : static_cast<uint32_t>(static_cast<int32_t>(i * 12345679) - 400000000);
+    }
+    std::array<uint8_t, wire::kPayloadBytes> bytes;
+    wire::EncodePayload(m.payload, bytes);
+    std::vector<float> want(61, -9.0f);
+    std::vector<float> got(61, -9.0f);
+    DecodeResult(m, kDefaultScale, want);
+    DecodeResultFromWire(fp, bytes, kDefaultScale, got);
+    EXPECT_EQ(got, want) << "fp=" << fp;
+  }
 }
 
 }  // namespace
