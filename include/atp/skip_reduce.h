@@ -91,6 +91,8 @@ struct ElementRange {
   size_t size = 0;
 };
 ElementRange SliceRange(size_t count, int slices, int slice);
+// SliceOf: the slice (of SliceRange's cut) that holds element `index` < count.
+int SliceOf(size_t count, int slices, size_t index);
 
 // SkipPlan: the skipped steps, slices and contributions of one collective.
 // Cheap to copy; every query is O(1).

@@ -56,6 +56,7 @@
 #include "absl/time/time.h"
 #include "atp/handle.h"
 #include "atp/options.h"
+#include "atp/skip_reduce.h"
 #include "atp/transport.h"
 
 namespace atp {
@@ -72,9 +73,25 @@ enum class Reduction : uint8_t {
 
 // OpOptions: per-operation choices. All workers must use the same ones for
 // the same operation (kAverage is applied locally, so a mismatch only
-// changes that worker's result).
+// changes that worker's result; a mismatched `skip` leaves the job's
+// fragment streams out of step and is not detected).
 struct OpOptions {
   Reduction reduction = Reduction::kSum;
+  // skip: SkipReduce on in-network aggregation (docs/skipreduce.md): whole
+  // fragments left out. The operation's F fragments are cut into N slices
+  // (SliceRange(F, N, j), N = the job's workers) and the k =
+  // skip.reduce_scatter_steps slices SkipPlan::SliceDropped names are left
+  // out by every worker: nothing is sent for them, the switches and the PS
+  // never see them, and their result is zero. Static mode drops slices
+  // 0..k-1; random mode shifts them by RandomShift(seed, iteration, tensor),
+  // so every worker computes the same set with no communication (pass the
+  // same seed, iteration and tensor, e.g. the bucket index, on every
+  // worker; SkipPolicy::ForTensor builds them, selective SkipReduce
+  // included). With Reduction::kAverage the result is divided by
+  // SkipPlan::AverageDivisor(): N, or N - k with SkipDivisor::kContributors
+  // (DropReduce). skip.all_gather_steps must be 0 (ATP has no all-gather
+  // steps). Invalid options: InvalidArgumentError naming "OpOptions.skip.<field>".
+  SkipOptions skip;
 };
 
 // TensorKey: names a Push's result until it is pulled.
@@ -85,6 +102,7 @@ struct WorkerQueueStatistics {
   uint32_t queue = 0;
   uint64_t frames_sent = 0;         // frames the transport took (first sends + resends)
   uint64_t fragments_sent = 0;      // first transmissions
+  uint64_t fragments_skipped = 0;   // left out by OpOptions::skip: never sent
   uint64_t retransmissions = 0;     // resends: loss, timeout and overflow (fp) resends
   uint64_t timeouts = 0;            // retransmission timeouts
   uint64_t loss_events = 0;         // fragments declared lost by reordering
@@ -113,6 +131,7 @@ struct WorkerStats {
   // Sums over the queues (see WorkerQueueStatistics).
   uint64_t frames_sent = 0;
   uint64_t fragments_sent = 0;
+  uint64_t fragments_skipped = 0;
   uint64_t retransmissions = 0;
   uint64_t timeouts = 0;
   uint64_t loss_events = 0;
@@ -147,7 +166,8 @@ class Worker {
   ~Worker();
 
   // PushPull: see the header comment. InvalidArgumentError when the sizes
-  // differ or the spans overlap other than exactly.
+  // differ, the spans overlap other than exactly, or op_options.skip is
+  // invalid for the job.
   absl::StatusOr<Handle> PushPull(std::span<const float> input, std::span<float> output,
                                   OpOptions op_options = {});
 

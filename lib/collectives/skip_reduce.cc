@@ -56,6 +56,16 @@ ElementRange SliceRange(size_t count, int slices, int slice) {
   return ElementRange{.begin = s * base + std::min(s, extra), .size = base + (s < extra ? 1 : 0)};
 }
 
+int SliceOf(size_t count, int slices, size_t index) {
+  const size_t n = static_cast<size_t>(slices);
+  const size_t base = count / n;
+  const size_t extra = count % n;
+  // The first `extra` slices hold base + 1 elements, the others base.
+  const size_t long_part = extra * (base + 1);
+  if (index < long_part) return static_cast<int>(index / (base + 1));
+  return static_cast<int>(extra + (index - long_part) / base);
+}
+
 int RandomShift(uint64_t seed, uint64_t iteration, uint64_t tensor, int ranks) {
   const uint64_t h = SplitMix64(seed ^ SplitMix64(iteration ^ SplitMix64(tensor)));
   // 64-bit hash mod N: the bias is below N / 2^64.

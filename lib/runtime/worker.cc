@@ -2,11 +2,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "atp/skip_reduce.h"
 #include "atp/status_macros.h"
+#include "atp/wire.h"
 #include "atp/worker.h"
 #include "lib/runtime/worker_config.h"
 #include "lib/runtime/worker_impl.h"
@@ -99,8 +102,27 @@ void WorkerImpl::Shutdown() {
   loops_.clear();
 }
 
+absl::Status WorkerImpl::ValidateOpOptions(const OpOptions& op_options) const {
+  ATP_RETURN_IF_ERROR(op_options.skip.Validate(total_workers_, "OpOptions.skip"));
+  if (op_options.skip.all_gather_steps != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("OpOptions.skip.all_gather_steps: ", op_options.skip.all_gather_steps,
+                     " but ATP has no all-gather steps to skip (must be 0; skip fragments with "
+                     "reduce_scatter_steps)"));
+  }
+  return absl::OkStatus();
+}
+
 std::shared_ptr<OpState> WorkerImpl::SubmitLocked(std::span<const float> input,
-                                                  std::span<float> output, OpOptions op_options) {
+                                                  std::span<float> output,
+                                                  const OpOptions& op_options) {
+  // SkipReduce: the same plan on every worker (validated by the caller).
+  std::optional<SkipPlan> plan;
+  if (op_options.skip.mode != SkipMode::kNone) {
+    plan = *SkipPlan::Create(op_options.skip, total_workers_);
+  }
+  const uint64_t op_fragments =
+      (input.size() + wire::kValuesPerFragment - 1) / wire::kValuesPerFragment;
   pieces_.clear();
   scheduler_.Assign(input.size(), pieces_);
   auto op = std::make_shared<OpState>(next_op_id_++, static_cast<uint32_t>(pieces_.size()),
@@ -116,7 +138,11 @@ std::shared_ptr<OpState> WorkerImpl::SubmitLocked(std::span<const float> input,
     request.input = input.subspan(piece.first_value, piece.values);
     request.output = output.subspan(piece.first_value, piece.values);
     request.reduction = op_options.reduction;
+    request.average_divisor = plan.has_value() ? plan->AverageDivisor() : total_workers_;
     request.fragments = piece.fragments;
+    request.skip.plan = plan;
+    request.skip.op_fragments = op_fragments;
+    request.skip.first_fragment = piece.first_value / wire::kValuesPerFragment;
     loops_[piece.queue]->Submit(std::move(request));
   }
   for (const scheduler::Piece& piece : pieces_) threads_[piece.queue]->Wake();
@@ -134,12 +160,14 @@ absl::StatusOr<Handle> WorkerImpl::PushPull(std::span<const float> input, std::s
     return absl::InvalidArgumentError(
         "PushPull: input and output overlap (only exactly the same span is allowed)");
   }
+  ATP_RETURN_IF_ERROR(ValidateOpOptions(op_options));
   std::lock_guard<std::mutex> lock(mu_);
   return HandleAccess::Make(SubmitLocked(input, output, op_options));
 }
 
 absl::StatusOr<Handle> WorkerImpl::Push(TensorKey key, std::span<const float> input,
                                         OpOptions op_options) {
+  ATP_RETURN_IF_ERROR(ValidateOpOptions(op_options));
   std::lock_guard<std::mutex> lock(mu_);
   if (pushed_.contains(key)) {
     return absl::AlreadyExistsError(
@@ -192,6 +220,7 @@ WorkerStats WorkerImpl::stats() const {
     WorkerQueueStatistics q = loop->statistics();
     s.frames_sent += q.frames_sent;
     s.fragments_sent += q.fragments_sent;
+    s.fragments_skipped += q.fragments_skipped;
     s.retransmissions += q.retransmissions;
     s.timeouts += q.timeouts;
     s.loss_events += q.loss_events;

@@ -54,7 +54,9 @@ class WorkerImpl {
   absl::Status StartQueues();
   // Submit: schedules one aggregating operation. mu_ held.
   std::shared_ptr<OpState> SubmitLocked(std::span<const float> input, std::span<float> output,
-                                        OpOptions op_options);
+                                        const OpOptions& op_options);
+  // ValidateOpOptions: InvalidArgumentError naming "OpOptions.<field>".
+  absl::Status ValidateOpOptions(const OpOptions& op_options) const;
   void Shutdown();
 
   const WorkerOptions options_;

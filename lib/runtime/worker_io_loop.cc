@@ -132,14 +132,15 @@ bool WorkerIoLoop::TakeSubmitted() {
     inbox_size_.store(0, std::memory_order_relaxed);
   }
   for (PieceRequest& piece : taking_) {
-    absl::StatusOr<worker::OperationId> id = engine_->Enqueue(piece.input, piece.output);
+    absl::StatusOr<worker::OperationId> id = engine_->Enqueue(piece.input, piece.output, piece.skip);
     if (!id.ok()) {
       piece.op->Finish(id.status());
       continue;
     }
     if (records_.empty()) first_id_ = *id;
     // Engine ids are consecutive from 1: the record of id sits at id - first_id_.
-    records_.push_back(Record{std::move(piece.op), piece.output, piece.reduction, false});
+    records_.push_back(
+        Record{std::move(piece.op), piece.output, piece.reduction, piece.average_divisor, false});
     fragments_assigned_ += piece.fragments;
   }
   taking_.clear();
@@ -179,7 +180,9 @@ bool WorkerIoLoop::FinishCompleted() {
       Record& record = records_[completed_ids_[i] - first_id_];
       record.done = true;
       if (record.reduction == Reduction::kAverage) {
-        const float workers = static_cast<float>(config_.total_workers);
+        const int divisor =
+            record.average_divisor > 0 ? record.average_divisor : config_.total_workers;
+        const float workers = static_cast<float>(divisor);
         for (float& v : record.output) v /= workers;
       }
       finishing_.push_back(record.op);
@@ -304,6 +307,7 @@ void WorkerIoLoop::Publish() {
   s.queue = queue_.index();
   s.frames_sent = frames_sent_;
   s.fragments_sent = e.fragments_sent;
+  s.fragments_skipped = e.fragments_skipped;
   s.retransmissions = e.resends_loss + e.resends_timeout + e.resends_overflow;
   s.timeouts = e.timeouts;
   s.loss_events = e.loss_events;

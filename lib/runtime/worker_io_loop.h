@@ -67,7 +67,11 @@ struct PieceRequest {
   std::span<const float> input;
   std::span<float> output;
   Reduction reduction = Reduction::kSum;
+  // average_divisor: what kAverage divides by; 0: the job's worker count.
+  // SkipReduce's DropReduce sets N - k (OpOptions::skip).
+  int average_divisor = 0;
   uint64_t fragments = 0;
+  worker::FragmentSkip skip;  // SkipReduce: the fragments left out (none by default)
 };
 
 struct WorkerIoLoopConfig {
@@ -120,6 +124,7 @@ class WorkerIoLoop {
     std::shared_ptr<internal::OpState> op;
     std::span<float> output;
     Reduction reduction = Reduction::kSum;
+    int average_divisor = 0;  // PieceRequest::average_divisor
     bool done = false;
   };
 

@@ -51,7 +51,8 @@ WorkerQueueEngine::WorkerQueueEngine(WorkerQueueConfig config)
 WorkerQueueEngine::~WorkerQueueEngine() = default;
 
 absl::StatusOr<OperationId> WorkerQueueEngine::Enqueue(std::span<const float> input,
-                                                       std::span<float> output) {
+                                                       std::span<float> output,
+                                                       const FragmentSkip& skip) {
   if (input.size() != output.size()) {
     return absl::InvalidArgumentError("WorkerQueueEngine::Enqueue: input and output sizes differ");
   }
@@ -62,6 +63,7 @@ absl::StatusOr<OperationId> WorkerQueueEngine::Enqueue(std::span<const float> in
   op.output = output;
   op.first_position = assigned_end_;
   op.fragments = (input.size() + kValuesPerFragment - 1) / kValuesPerFragment;
+  if (skip.plan.has_value()) KeepUndropped(skip, op);
   assigned_end_ += op.fragments;
   // Room for every completion that can happen before the next
   // CollectCompletions, so the packet path never grows the vector.
@@ -73,6 +75,25 @@ absl::StatusOr<OperationId> WorkerQueueEngine::Enqueue(std::span<const float> in
   }
   completions_.reserve(completions_.size() + operations_not_done_);
   return op.id;
+}
+
+void WorkerQueueEngine::KeepUndropped(const FragmentSkip& skip, Operation& op) {
+  const uint64_t all = op.fragments;
+  op.kept.reserve(static_cast<size_t>(all));
+  for (uint64_t f = 0; f < all; ++f) {
+    if (!skip.Dropped(f)) {
+      op.kept.push_back(static_cast<uint32_t>(f));
+      continue;
+    }
+    // Nothing is sent for it: its result is zero on every worker.
+    const uint64_t first = f * kValuesPerFragment;
+    const uint64_t count = std::min<uint64_t>(kValuesPerFragment, op.output.size() - first);
+    std::fill_n(op.output.begin() + static_cast<std::ptrdiff_t>(first), count, 0.0f);
+    ++counters_.fragments_skipped;
+  }
+  op.fragments = op.kept.size();
+  // Nothing dropped in this piece: the identity mapping needs no table.
+  if (op.fragments == all) op.kept.clear();
 }
 
 void WorkerQueueEngine::PopCompletedOperations() {
@@ -183,7 +204,7 @@ void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
 bool WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission,
                                      const SendTarget& out, size_t i) const {
   const Operation& op = *slot.op;
-  const uint64_t offset = (slot.position - op.first_position) * kValuesPerFragment;
+  const uint64_t offset = op.FirstValue(slot.position);
   const size_t count = static_cast<size_t>(
       std::min<uint64_t>(kValuesPerFragment, op.input.size() - offset));
   wire::AtpHeader& header = out.messages != nullptr ? out.messages[i].header : out.headers[i];
@@ -343,7 +364,7 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   // The result. Whether positions were waiting for the window before it.
   const bool window_was_full = next_send_ < assigned_end_ && !MaySendNew();
   Operation& op = *slot.op;
-  const uint64_t offset = (position - op.first_position) * kValuesPerFragment;
+  const uint64_t offset = op.FirstValue(position);
   const size_t count =
       static_cast<size_t>(std::min<uint64_t>(kValuesPerFragment, op.output.size() - offset));
   const std::span<float> result = op.output.subspan(offset, count);

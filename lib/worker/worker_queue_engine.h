@@ -101,6 +101,7 @@
 #include "atp/time.h"
 #include "atp/wire.h"
 #include "lib/worker/congestion_controller.h"
+#include "lib/worker/fragment_skip.h"
 #include "lib/worker/loss_detector.h"
 #include "lib/worker/rtt_estimator.h"
 #include "lib/worker/timer_jitter.h"
@@ -116,6 +117,7 @@ struct WorkerQueueStats {
   // Sends.
   uint64_t fragments_sent = 0;       // first transmissions
   uint64_t fp_fragments_sent = 0;    // of those, sent as float32 (NaN, inf, saturation)
+  uint64_t fragments_skipped = 0;    // left out by SkipReduce: never sent, result zero
   uint64_t resends_loss = 0;         // resends after 3 out-of-order parameter packets
   uint64_t resends_timeout = 0;      // resends after a retransmission timeout
   uint64_t resends_overflow = 0;     // float32 resends answering an overflow request
@@ -164,7 +166,12 @@ class WorkerQueueEngine {
   // the overflow path. The input is cut into ceil(size / 62) fragments (the
   // last zero-padded) that take the queue's next positions. An empty input
   // completes at once. Control path: may allocate (amortized).
-  absl::StatusOr<OperationId> Enqueue(std::span<const float> input, std::span<float> output);
+  //
+  // `skip` (SkipReduce, fragment_skip.h): the fragments it drops take no
+  // position and are never sent; their output values are set to zero here,
+  // at once. An operation whose fragments are all dropped completes at once.
+  absl::StatusOr<OperationId> Enqueue(std::span<const float> input, std::span<float> output,
+                                      const FragmentSkip& skip = {});
 
   // OnParameterPacket: a message received on this queue. A parameter packet
   // for an in-flight position stores its result, frees the slot (taking a new
@@ -223,10 +230,19 @@ class WorkerQueueEngine {
     std::span<const float> input;
     std::span<float> output;
     uint64_t first_position = 0;
-    uint64_t fragments = 0;
+    uint64_t fragments = 0;  // positions taken (fragments sent)
     uint64_t acked = 0;
+    // kept: with SkipReduce, the fragment (of this operation) each position
+    // carries, in order; empty when every fragment is sent (position i then
+    // carries fragment i).
+    std::vector<uint32_t> kept;
 
     uint64_t end_position() const { return first_position + fragments; }
+    // FirstValue: the index in input/output of the first value `position` carries.
+    uint64_t FirstValue(uint64_t position) const {
+      const uint64_t i = position - first_position;
+      return (kept.empty() ? i : kept[i]) * wire::kValuesPerFragment;
+    }
     bool done() const { return acked == fragments; }
   };
 
@@ -291,6 +307,9 @@ class WorkerQueueEngine {
   bool BuildMessage(const Slot& slot, Transmission transmission, const SendTarget& out,
                     size_t i) const;
   Operation& OperationForNextSend();
+  // KeepUndropped: applies `skip` to `op` (just enqueued, fragments = all of
+  // them): zeroes the dropped fragments' output, fills op.kept, counts.
+  void KeepUndropped(const FragmentSkip& skip, Operation& op);
   void PopCompletedOperations();
 
   WorkerQueueConfig config_;

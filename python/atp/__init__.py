@@ -32,11 +32,17 @@ from atp._atp import (  # noqa: F401
     RackLayout,
     Reduction,
     SchedulerOptions,
+    SkipDivisor,
+    SkipMode,
+    SkipOptions,
+    SkipPolicy,
     TransportOptions,
     Worker,
     WorkerOptions,
     capture_available,
     metrics_available,
+    random_shift,
+    skip_steps_for_rate,
     transport_available,
 )
 from atp.options import AtpOptions  # noqa: F401

@@ -9,6 +9,7 @@ PYBIND11_MODULE(_atp, m) {
   atp::python::RegisterCapture(m);
   atp::python::RegisterTransports(m);
   atp::python::RegisterMetrics(m);
+  atp::python::RegisterSkip(m);
   atp::python::RegisterWorker(m);
   atp::python::RegisterParameterServer(m);
 }

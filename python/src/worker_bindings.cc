@@ -74,6 +74,12 @@ void OnDone(const PyHandle& h, py::object callback) {
   });
 }
 
+OpOptions MakeOpOptions(Reduction reduction, const std::optional<SkipOptions>& skip) {
+  OpOptions options{.reduction = reduction};
+  if (skip.has_value()) options.skip = *skip;
+  return options;
+}
+
 class PyWorker {
  public:
   PyWorker(WorkerOptions options, const TransportOptions& transport) {
@@ -93,25 +99,27 @@ class PyWorker {
 
   ~PyWorker() { Close(); }
 
-  PyHandle PushPull(py::handle input, py::handle output, Reduction reduction) {
+  PyHandle PushPull(py::handle input, py::handle output, Reduction reduction,
+                    std::optional<SkipOptions> skip) {
     Worker& w = Live();
     FloatBuffer in = GetFloatBuffer(input, "input", /*writable=*/output.is_none());
     FloatBuffer out = output.is_none() ? in : GetFloatBuffer(output, "output", /*writable=*/true);
     absl::StatusOr<Handle> h;
     {
       py::gil_scoped_release release;
-      h = w.PushPull(in.values, out.values, OpOptions{.reduction = reduction});
+      h = w.PushPull(in.values, out.values, MakeOpOptions(reduction, skip));
     }
     return Track({ValueOrThrow(std::move(h)), in.owner, out.owner});
   }
 
-  PyHandle Push(TensorKey key, py::handle input, Reduction reduction) {
+  PyHandle Push(TensorKey key, py::handle input, Reduction reduction,
+                std::optional<SkipOptions> skip) {
     Worker& w = Live();
     FloatBuffer in = GetFloatBuffer(input, "input", /*writable=*/false);
     absl::StatusOr<Handle> h;
     {
       py::gil_scoped_release release;
-      h = w.Push(key, in.values, OpOptions{.reduction = reduction});
+      h = w.Push(key, in.values, MakeOpOptions(reduction, skip));
     }
     return Track({ValueOrThrow(std::move(h)), in.owner, py::none()});
   }
@@ -195,11 +203,13 @@ void RegisterWorker(py::module_& m) {
       .def(py::init<WorkerOptions, const TransportOptions&>(), py::arg("options"),
            py::arg("transport"))
       .def("push_pull", &PyWorker::PushPull, py::arg("input"), py::arg("output") = py::none(),
-           py::arg("reduction") = Reduction::kSum,
+           py::arg("reduction") = Reduction::kSum, py::arg("skip") = py::none(),
            "Aggregates `input` over the job into `output` (None: in place). float32, contiguous, "
-           "CPU; NumPy arrays or torch tensors, no copy. Returns a Handle at once.")
+           "CPU; NumPy arrays or torch tensors, no copy. Returns a Handle at once. `skip`: an "
+           "atp.SkipOptions (SkipReduce: the same on every worker; its dropped fragments are "
+           "not sent and come back zero) or None.")
       .def("push", &PyWorker::Push, py::arg("key"), py::arg("input"),
-           py::arg("reduction") = Reduction::kSum)
+           py::arg("reduction") = Reduction::kSum, py::arg("skip") = py::none())
       .def("pull", &PyWorker::Pull, py::arg("key"), py::arg("output"))
       .def("discard", &PyWorker::Discard, py::arg("key"))
       .def("stats", &PyWorker::Stats, "A snapshot of the counters (atp::WorkerStats) as a dict.")

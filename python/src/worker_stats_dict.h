@@ -16,6 +16,7 @@ inline pybind11::dict QueueStatsDict(const WorkerQueueStatistics& q) {
   d["queue"] = q.queue;
   d["frames_sent"] = q.frames_sent;
   d["fragments_sent"] = q.fragments_sent;
+  d["fragments_skipped"] = q.fragments_skipped;
   d["retransmissions"] = q.retransmissions;
   d["timeouts"] = q.timeouts;
   d["loss_events"] = q.loss_events;
@@ -41,6 +42,7 @@ inline pybind11::dict WorkerStatsDict(const WorkerStats& s) {
   pybind11::dict d;
   d["frames_sent"] = s.frames_sent;
   d["fragments_sent"] = s.fragments_sent;
+  d["fragments_skipped"] = s.fragments_skipped;
   d["retransmissions"] = s.retransmissions;
   d["timeouts"] = s.timeouts;
   d["loss_events"] = s.loss_events;

@@ -9,6 +9,7 @@
 
 #include "atp/wire.h"
 #include "lib/runtime/testbed/oracle.h"
+#include "tests/common/skip_reference.h"
 
 namespace atp::integration {
 
@@ -32,6 +33,25 @@ bool BitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// ExpectedSkipped: the exact sum with the dropped fragments zero, then (for
+// an average) divided as the Worker does, in float32.
+std::vector<float> ExpectedSkipped(const std::vector<std::vector<float>>& inputs, double scale,
+                                   Reduction reduction, const SkipOptions& skip) {
+  std::vector<float> sum = ExpectedAggregate(inputs, scale, Reduction::kSum);
+  const int n = static_cast<int>(inputs.size());
+  const uint64_t fragments = (sum.size() + wire::kValuesPerFragment - 1) / wire::kValuesPerFragment;
+  for (uint64_t f : atp::testing::ReferenceDroppedFragments(fragments, n, skip)) {
+    const size_t end = std::min<size_t>(sum.size(), (f + 1) * wire::kValuesPerFragment);
+    for (size_t i = f * wire::kValuesPerFragment; i < end; ++i) sum[i] = 0.0f;
+  }
+  if (reduction == Reduction::kAverage) {
+    const bool drop = skip.mode != SkipMode::kNone && skip.divisor == SkipDivisor::kContributors;
+    const float divisor = static_cast<float>(drop ? n - skip.reduce_scatter_steps : n);
+    for (float& v : sum) v /= divisor;
+  }
+  return sum;
+}
+
 }  // namespace
 
 ::testing::AssertionResult RunCollective(testbed::LocalCluster& cluster, size_t job,
@@ -53,8 +73,10 @@ bool BitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
   }
   for (size_t op = 0; op < options.sizes.size(); ++op) {
     for (size_t w = 0; w < workers; ++w) {
-      absl::StatusOr<Handle> h = cluster.worker(job, w).PushPull(
-          inputs[op][w], outputs[op][w], OpOptions{.reduction = options.reduction});
+      OpOptions op_options{.reduction = options.reduction};
+      if (options.skip) op_options.skip = options.skip(op);
+      absl::StatusOr<Handle> h =
+          cluster.worker(job, w).PushPull(inputs[op][w], outputs[op][w], op_options);
       if (!h.ok()) {
         return ::testing::AssertionFailure() << "PushPull op " << op << " worker " << w << ": "
                                              << h.status();
@@ -65,7 +87,9 @@ bool BitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
   const absl::Status waited = WaitAll(handles, absl::Now() + options.deadline);
   if (!waited.ok()) return ::testing::AssertionFailure() << "WaitAll: " << waited;
   for (size_t op = 0; op < options.sizes.size(); ++op) {
-    const std::vector<float> expected = ExpectedAggregate(inputs[op], scale, options.reduction);
+    const std::vector<float> expected =
+        options.skip ? ExpectedSkipped(inputs[op], scale, options.reduction, options.skip(op))
+                     : ExpectedAggregate(inputs[op], scale, options.reduction);
     for (size_t w = 0; w < workers; ++w) {
       if (!BitIdentical(outputs[op][w], outputs[op][0])) {
         return ::testing::AssertionFailure()

@@ -33,10 +33,15 @@ struct CollectiveOptions {
   absl::Duration deadline = absl::Seconds(60);
   // make_input: if set, the input of (op, rank) instead of Values(...).
   std::function<std::vector<float>(size_t op, size_t rank, size_t size)> make_input;
+  // skip: if set, OpOptions::skip of operation `op` (SkipReduce); the
+  // expected result then has the fragments tests/common/skip_reference.h
+  // drops zero, and an average divides by N or, with DropReduce, N - k.
+  std::function<SkipOptions(size_t op)> skip;
 };
 
 // RunCollective: submits, waits, and checks every result against
-// ExpectedAggregate and across workers (bit-identical).
+// ExpectedAggregate (with options.skip applied) and across workers
+// (bit-identical).
 ::testing::AssertionResult RunCollective(testbed::LocalCluster& cluster, size_t job,
                                          const CollectiveOptions& options);
 
