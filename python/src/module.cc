@@ -11,4 +11,6 @@ PYBIND11_MODULE(_atp, m) {
   atp::python::RegisterMetrics(m);
   atp::python::RegisterWorker(m);
   atp::python::RegisterParameterServer(m);
+  atp::python::RegisterSkipReduce(m);
+  atp::python::RegisterCollectives(m);
 }
