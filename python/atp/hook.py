@@ -29,24 +29,42 @@ from atp.skip import SkipSchedule
 from atp.stats import StepCounters
 
 
+def atp_push_pull_skips():
+    """Whether this build's Worker.push_pull takes skip= (SkipReduce on ATP)."""
+    return "skip" in (core.Worker.push_pull.__doc__ or "")
+
+
 class AtpHookState:
     """The hook's Worker and options (AtpOptions), and its local cluster if
     this rank started one. close() stops both."""
 
-    def __init__(self, worker, options, owner=None, store=None, world_size=1):
+    def __init__(self, worker, options, owner=None, store=None, world_size=1, schedule=None):
         self.worker = worker
         self._store, self._world_size = store, world_size
         self.final_stats = {}
         self.options = options
         self._owner = owner
         self.counters = StepCounters(worker.stats)
+        # schedule: SkipReduce's plan per bucket (atp.skip), None when
+        # options.skip.mode is "none".
+        self.schedule = schedule
 
     @staticmethod
-    def create(options, store=None, rank=None, world_size=None):
+    def create(options, store=None, rank=None, world_size=None, model=None):
+        """model: the DDP model (or its module), needed when options.skip
+        names protected_params."""
         if store is None:
             store = dist.distributed_c10d._get_default_store()
         rank = dist.get_rank() if rank is None else rank
         world_size = dist.get_world_size() if world_size is None else world_size
+        schedule = None
+        if options.skip.enabled():
+            named = model.named_parameters() if model is not None else None
+            schedule = SkipSchedule(options.skip, world_size, named, field="AtpOptions.skip")
+            if not atp_push_pull_skips():
+                raise ValueError("AtpOptions.skip: this build's Worker.push_pull has no skip= "
+                                 "(SkipReduce on ATP, issue 11 part 3); use "
+                                 "atp.hook.RingHookState for the ring path")
         worker_options, transport, owner = rendezvous.resolve(store, rank, world_size, options)
         try:
             worker = core.Worker(worker_options, transport)
@@ -54,7 +72,7 @@ class AtpHookState:
             if owner is not None:
                 owner.close()
             raise
-        return AtpHookState(worker, options, owner, store, world_size)
+        return AtpHookState(worker, options, owner, store, world_size, schedule)
 
     def _owner_job(self):
         """The local job this rank started (None if it started none)."""
@@ -73,10 +91,17 @@ class AtpHookState:
 
 
 def atp_allreduce_hook(state, bucket):
-    """DDP comm hook: the bucket's average over the job, through ATP."""
+    """DDP comm hook: the bucket's average over the job, through ATP. With
+    SkipReduce (state.schedule), Worker.push_pull(skip=) leaves out whole
+    slices of the bucket's fragments on every worker (their result is zero;
+    docs/skipreduce.md)."""
     tensor = bucket.buffer()
     future = torch.futures.Future()
-    handle = state.worker.push_pull(tensor, None, core.Reduction.AVERAGE)
+    if state.schedule is not None:
+        skip = state.schedule.for_bucket(bucket)
+        handle = state.worker.push_pull(tensor, None, core.Reduction.AVERAGE, skip=skip)
+    else:
+        handle = state.worker.push_pull(tensor, None, core.Reduction.AVERAGE)
 
     def done(error):
         if error is None:

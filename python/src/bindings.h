@@ -17,7 +17,7 @@ void RegisterParameterServer(pybind11::module_& m);  // ps_bindings.cc
 void RegisterTransports(pybind11::module_& m);   // transport_bindings.cc
 void RegisterCapture(pybind11::module_& m);      // capture_bindings.cc
 void RegisterMetrics(pybind11::module_& m);      // metrics_bindings.cc
-void RegisterSkipReduce(pybind11::module_& m);   // skip_bindings.cc
+void RegisterSkipReduce(pybind11::module_& m);   // skip_plan_bindings.cc
 void RegisterCollectives(pybind11::module_& m);  // collectives_bindings.cc (needs RegisterSkipReduce first)
 
 wire::Ipv4Address ParseIpv4(const std::string& text);

@@ -290,3 +290,85 @@ def test_the_backend_refuses_skip_options_naming_the_hooks():
         atp.backend.register(atp.AtpOptions(skip=skip))
     with pytest.raises(ValueError, match=r"^AtpOptions\.skip\.rate: "):
         atp.backend.register(atp.AtpOptions(skip=SkipReduceOptions(mode="random", rate=2.0)))
+
+
+# --- the ATP hook with SkipReduce: whole slices of fragments ---------------
+
+FRAGMENT_FLOATS = 62  # floats per ATP fragment (ATP-SPEC)
+ATP_CASE = SkipReduceOptions(mode="selective", rate=0.5, seed=9, warmup_steps=1,
+                             protected_params=["ps.2"])
+
+
+def atp_run(rank, world, init_file, out_dir):
+    dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
+                            world_size=world)
+    dist._DEFAULT_FIRST_BUCKET_BYTES = 1
+    records = []
+    model = Scaled()
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=1e-6)
+    names = {p.data_ptr(): n for n, p in model.named_parameters()}
+    state = hook.AtpHookState.create(atp.AtpOptions(skip=ATP_CASE), model=ddp)
+    try:
+        def recording(state, bucket):
+            entry = {"iteration": state.schedule.iteration, "bucket": bucket.index(),
+                     "input": bucket.buffer().numpy().copy(),
+                     "params": [names[p.data_ptr()] for p in bucket.parameters()]}
+
+            def done(future):
+                entry["output"] = future.value().numpy().copy()
+                records.append(entry)
+                return future.value()
+            return hook.atp_allreduce_hook(state, bucket).then(done)
+        ddp.register_comm_hook(state, recording)
+        for _ in range(3):
+            ddp.zero_grad()
+            ddp(torch.tensor(float(2 ** rank))).backward()
+    finally:
+        state.close()
+        dist.destroy_process_group()
+    with open(os.path.join(out_dir, "rank%d.pkl" % rank), "wb") as f:
+        pickle.dump(records, f)
+
+
+@pytest.mark.skipif(not hook.atp_push_pull_skips(),
+                    reason="Worker.push_pull has no skip= in this build (issue 11 part 3)")
+def test_atp_hook_drops_the_planned_fragment_slices_on_every_rank():
+    from conftest import exact_sum
+    world = 2
+    with tempfile.TemporaryDirectory() as d:
+        mp.spawn(atp_run, args=(world, os.path.join(d, "init"), d), nprocs=world, join=True)
+        ranks = []
+        for r in range(world):
+            with open(os.path.join(d, "rank%d.pkl" % r), "rb") as f:
+                ranks.append(pickle.load(f))
+    dropped_any = False
+    for i, entry in enumerate(ranks[0]):
+        np.testing.assert_array_equal(ranks[1][i]["output"], entry["output"])  # identical
+        if any(n in ATP_CASE.protected_params for n in entry["params"]):
+            skip = core.SkipOptions()
+        else:
+            skip = ATP_CASE.policy().for_tensor(entry["bucket"], entry["iteration"], world)
+        plan = core.SkipPlan.create(skip, world)
+        n = entry["input"].size
+        fragments = -(-n // FRAGMENT_FLOATS)
+        expected = exact_sum([ranks[r][i]["input"] for r in range(world)]) / np.float32(
+            plan.average_divisor())
+        for j in range(world):
+            if plan.slice_dropped(j):
+                begin, size = core.slice_range(fragments, world, j)
+                expected[begin * FRAGMENT_FLOATS:(begin + size) * FRAGMENT_FLOATS] = 0
+                dropped_any = dropped_any or size > 0
+        np.testing.assert_array_equal(entry["output"], expected, err_msg="iteration %d bucket %d" % (
+            entry["iteration"], entry["bucket"]))
+        if entry["iteration"] < 1 or "ps.2" in entry["params"]:
+            assert plan.skipped_reduce_scatter_steps == 0
+    assert dropped_any
+
+
+@pytest.mark.skipif(hook.atp_push_pull_skips(), reason="this build's push_pull skips")
+def test_atp_hook_without_skip_support_refuses_skip_options():
+    import torch.distributed as d
+    store = d.HashStore()
+    skip = SkipReduceOptions(mode="random", rate=0.5)
+    with pytest.raises(ValueError, match=r"^AtpOptions\.skip: this build's Worker\.push_pull"):
+        hook.AtpHookState.create(atp.AtpOptions(skip=skip), store=store, rank=0, world_size=2)

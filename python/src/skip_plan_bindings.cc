@@ -1,4 +1,4 @@
-// python/src/skip_bindings.cc: SkipReduce's plan (atp/skip_reduce.h) as
+// python/src/skip_plan_bindings.cc: SkipReduce's plan (atp/skip_reduce.h) as
 // Python classes: SkipMode, SkipDivisor, SkipOptions, SkipPlan, SkipPolicy
 // and the free functions. The same C++ code the ring (atp/collectives.h) and
 // ATP's PushPull use, so Python computes exactly the slices, shifts and
