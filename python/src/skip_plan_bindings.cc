@@ -18,7 +18,14 @@
 namespace atp::python {
 namespace py = pybind11;
 
-void RegisterSkipReduce(py::module_& m) {
+namespace {
+
+// The option types, which Worker.push_pull(skip=) takes too. Branch s15-skip
+// (SkipReduce on ATP) binds the same types in python/src/skip_bindings.cc
+// (RegisterSkip, before RegisterWorker); once both are merged, that file is
+// their one home and this function goes. Until then the guard in
+// RegisterSkipReduce keeps the module importable with either or both.
+void RegisterSkipOptionTypes(py::module_& m) {
   py::enum_<SkipMode>(m, "SkipMode", "How SkipReduce chooses the skipped slices.")
       .value("NONE", SkipMode::kNone)
       .value("STATIC", SkipMode::kStatic)
@@ -48,6 +55,33 @@ void RegisterSkipReduce(py::module_& m) {
                ", tensor=" + std::to_string(self.tensor) + ")";
       });
 
+  py::class_<SkipPolicy>(m, "SkipPolicy", "A job's SkipReduce setting over all its tensors and iterations.")
+      .def(py::init<>())
+      .def_readwrite("mode", &SkipPolicy::mode)
+      .def_readwrite("rate", &SkipPolicy::rate)
+      .def_readwrite("all_gather_rate", &SkipPolicy::all_gather_rate)
+      .def_readwrite("divisor", &SkipPolicy::divisor)
+      .def_readwrite("seed", &SkipPolicy::seed)
+      .def_readwrite("warmup_iterations", &SkipPolicy::warmup_iterations)
+      .def_readwrite("protected_tensors", &SkipPolicy::protected_tensors)
+      .def_readwrite("tensor_rates", &SkipPolicy::tensor_rates)
+      .def(
+          "validate", [](const SkipPolicy& self) { ThrowIfError(self.Validate()); },
+          "Raises ValueError naming the offending field.")
+      .def("for_tensor", &SkipPolicy::ForTensor, py::arg("tensor"), py::arg("iteration"),
+           py::arg("ranks"),
+           "The SkipOptions of the collective on `tensor` in `iteration` over `ranks` ranks.");
+  m.def("skip_steps_for_rate", &SkipStepsForRate, py::arg("rate"), py::arg("ranks"),
+        "k for skipping `rate` of the contributions: round(rate * ranks), at most ranks - 1.");
+  m.def("random_shift", &RandomShift, py::arg("seed"), py::arg("iteration"), py::arg("tensor"),
+        py::arg("ranks"), "Random mode's shift of (seed, iteration, tensor), 0..ranks-1.");
+}
+
+}  // namespace
+
+void RegisterSkipReduce(py::module_& m) {
+  if (!py::hasattr(m, "SkipOptions")) RegisterSkipOptionTypes(m);
+
   py::class_<SkipPlan>(m, "SkipPlan", "Which steps, slices and contributions one collective skips.")
       .def_static(
           "create",
@@ -70,25 +104,6 @@ void RegisterSkipReduce(py::module_& m) {
       .def("skipped_fraction", &SkipPlan::SkippedFraction)
       .def("theoretical_speedup", &SkipPlan::TheoreticalSpeedup);
 
-  py::class_<SkipPolicy>(m, "SkipPolicy", "A job's SkipReduce setting over all its tensors and iterations.")
-      .def(py::init<>())
-      .def_readwrite("mode", &SkipPolicy::mode)
-      .def_readwrite("rate", &SkipPolicy::rate)
-      .def_readwrite("all_gather_rate", &SkipPolicy::all_gather_rate)
-      .def_readwrite("divisor", &SkipPolicy::divisor)
-      .def_readwrite("seed", &SkipPolicy::seed)
-      .def_readwrite("warmup_iterations", &SkipPolicy::warmup_iterations)
-      .def_readwrite("protected_tensors", &SkipPolicy::protected_tensors)
-      .def_readwrite("tensor_rates", &SkipPolicy::tensor_rates)
-      .def(
-          "validate", [](const SkipPolicy& self) { ThrowIfError(self.Validate()); },
-          "Raises ValueError naming the offending field.")
-      .def("for_tensor", &SkipPolicy::ForTensor, py::arg("tensor"), py::arg("iteration"),
-           py::arg("ranks"),
-           "The SkipOptions of the collective on `tensor` in `iteration` over `ranks` ranks.");
-
-  m.def("skip_steps_for_rate", &SkipStepsForRate, py::arg("rate"), py::arg("ranks"),
-        "k for skipping `rate` of the contributions: round(rate * ranks), at most ranks - 1.");
   m.def(
       "slice_range",
       [](size_t count, int slices, int slice) {
@@ -101,8 +116,6 @@ void RegisterSkipReduce(py::module_& m) {
       },
       py::arg("count"), py::arg("slices"), py::arg("slice"),
       "(begin, size) of slice `slice` of `count` elements cut in `slices` nearly equal slices.");
-  m.def("random_shift", &RandomShift, py::arg("seed"), py::arg("iteration"), py::arg("tensor"),
-        py::arg("ranks"), "Random mode's shift of (seed, iteration, tensor), 0..ranks-1.");
 }
 
 }  // namespace atp::python
