@@ -5,9 +5,12 @@ Worker (push_pull / push / pull / discard on float32 NumPy arrays and torch
 tensors, zero copy; serve_metrics: Prometheus), Handle (wait, done, on_done),
 ParameterServer, EmbeddedParameterServer, the transports of this build
 (TransportOptions.kernel_udp / .loopback on a LoopbackWire / .dpdk_memif) and
-their packet capture (CaptureOptions). On top, in pure Python:
+their packet capture (CaptureOptions), SkipReduce's plan (SkipOptions,
+SkipPlan, SkipPolicy: atp/skip_reduce.h) and, with gloo, libatp's ring
+allreduce (RingContext: atp/collectives.h). On top, in pure Python:
 
-  atp.hook      a DDP communication hook (register_comm_hook)
+  atp.hook      DDP communication hooks (register_comm_hook): ATP, or the ring;
+                both with SkipReduce (AtpOptions.skip, atp.skip)
   atp.backend   the c10d backend "atp" (dist.init_process_group("atp"))
   atp.local     the local mode: atp-switchd + atp-ps on this machine
   atp.options   AtpOptions: the one options object of the hook and backend
@@ -35,14 +38,20 @@ from atp._atp import (  # noqa: F401
     SkipDivisor,
     SkipMode,
     SkipOptions,
+    SkipPlan,
     SkipPolicy,
     TransportOptions,
     Worker,
     WorkerOptions,
     capture_available,
+    collectives_available,
     metrics_available,
     random_shift,
     skip_steps_for_rate,
+    slice_range,
     transport_available,
 )
-from atp.options import AtpOptions  # noqa: F401
+from atp.options import AtpOptions, SkipReduceOptions  # noqa: F401
+
+if collectives_available():
+    from atp._atp import RingContext  # noqa: F401

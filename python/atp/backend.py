@@ -46,6 +46,14 @@ def register(options=None):
     options every later init_process_group("atp") uses."""
     global _options
     if options is not None:
+        options.skip.validate("AtpOptions.skip")
+        if options.skip.enabled():
+            # A c10d allreduce is one tensor with no DDP bucket index and no
+            # iteration: the plan (random shifts, protected buckets, warm-up)
+            # cannot be built here. The hooks see both.
+            raise ValueError("AtpOptions.skip: the c10d backend does not skip (it sees no DDP "
+                             "bucket index or iteration); register atp.hook.atp_allreduce_hook "
+                             "or atp.hook.ring_allreduce_hook on the DDP model instead")
         _options = options
     if not hasattr(dist.Backend, BACKEND_NAME.upper()):
         dist.Backend.register_backend(BACKEND_NAME, _create)

@@ -4,10 +4,106 @@ Every field has a default that works in the local mode; on a real cluster the
 job's PS address and each host's transport come from here or from the
 environment (ATP_* variables, read by from_env). Add new settings here (and,
 for the backend, to ProcessGroupAtpOptions in python/torch/process_group_atp.h).
+
+SkipReduceOptions (AtpOptions.skip) are the hooks' SkipReduce settings
+(docs/skipreduce.md); atp.skip turns them into each bucket's plan.
 """
 import dataclasses
+import math
+import numbers
 import os
 from typing import List, Optional
+
+SKIP_MODES = ("none", "static", "random", "selective")
+SKIP_DIVISORS = ("skip", "drop")
+
+
+@dataclasses.dataclass
+class SkipReduceOptions:
+    """SkipReduce for the DDP hooks: which buckets skip what, and when.
+
+    mode: "none" (a plain allreduce); "static" (the same slices every
+    iteration); "random" (slice indices shifted by a hash of (seed, DDP
+    iteration, bucket index): the same on every rank, new every iteration);
+    "selective" (random, and the buckets in protected_params /
+    protected_buckets are never skipped: the seed's section 4.4).
+    rate: the fraction of the ranks' contributions left out of an unprotected
+    bucket, 0..1: k = round(rate x world size) reduce-scatter steps of the
+    ring are skipped (at most world size - 1), so the rate a run gets is k/N.
+    protected_params: parameter names (as model.named_parameters() gives
+    them, with or without DDP's "module." prefix); every bucket holding one
+    is never skipped. protected_buckets: DDP bucket indices never skipped.
+    Both work with static and random too.
+    warmup_steps: DDP iterations 0..warmup_steps-1 skip nothing.
+    divisor: "skip" (SkipReduce: a skipped contribution counts as zero, the
+    average divides by N) or "drop" (DropReduce: divide by N - k).
+    seed: random mode's seed (every rank must pass the same).
+    """
+    mode: str = "none"
+    rate: float = 0.0
+    protected_params: List[str] = dataclasses.field(default_factory=list)
+    protected_buckets: List[int] = dataclasses.field(default_factory=list)
+    warmup_steps: int = 0
+    divisor: str = "skip"
+    seed: int = 0
+
+    def enabled(self) -> bool:
+        return self.mode != "none"
+
+    def validate(self, field: str = "SkipReduceOptions") -> None:
+        """Raises ValueError naming the offending field."""
+        def bad(name, why):
+            raise ValueError("%s.%s: %s" % (field, name, why))
+
+        def is_int(v):
+            return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+        if self.mode not in SKIP_MODES:
+            bad("mode", "%r is not one of %s" % (self.mode, ", ".join(SKIP_MODES)))
+        if (not isinstance(self.rate, numbers.Real) or isinstance(self.rate, bool)
+                or not math.isfinite(self.rate) or not 0.0 <= self.rate <= 1.0):
+            bad("rate", "%r is not a number in 0..1" % (self.rate,))
+        if self.mode == "none" and self.rate != 0.0:
+            bad("rate", "%r with mode 'none' (set a mode to skip)" % (self.rate,))
+        if self.mode != "none" and self.rate == 0.0:
+            bad("rate", "0 with mode %r skips nothing (give a rate in (0, 1])" % self.mode)
+        if (not isinstance(self.protected_params, (list, tuple))
+                or not all(isinstance(n, str) and n for n in self.protected_params)):
+            bad("protected_params", "%r is not a list of parameter names" % (self.protected_params,))
+        if (not isinstance(self.protected_buckets, (list, tuple))
+                or not all(is_int(b) and b >= 0 for b in self.protected_buckets)):
+            bad("protected_buckets", "%r is not a list of bucket indices (integers >= 0)"
+                % (self.protected_buckets,))
+        protects = bool(self.protected_params or self.protected_buckets)
+        if self.mode == "none" and protects:
+            bad("protected_params" if self.protected_params else "protected_buckets",
+                "protection with mode 'none' (nothing is skipped)")
+        if self.mode == "selective" and not protects:
+            bad("protected_params", "mode 'selective' needs protected_params or protected_buckets")
+        if not is_int(self.warmup_steps) or self.warmup_steps < 0:
+            bad("warmup_steps", "%r is not an integer >= 0" % (self.warmup_steps,))
+        if self.divisor not in SKIP_DIVISORS:
+            bad("divisor", "%r is not one of %s" % (self.divisor, ", ".join(SKIP_DIVISORS)))
+        if not is_int(self.seed) or not 0 <= self.seed < 2 ** 64:
+            bad("seed", "%r is not an integer in 0..2^64-1" % (self.seed,))
+
+    def policy(self):
+        """The atp.SkipPolicy (C++ atp::SkipPolicy) of these options, with
+        protected_buckets; protected_params are resolved per bucket by
+        atp.skip.SkipSchedule."""
+        import atp._atp as core
+        self.validate()
+        p = core.SkipPolicy()
+        p.mode = {"none": core.SkipMode.NONE, "static": core.SkipMode.STATIC,
+                  "random": core.SkipMode.RANDOM, "selective": core.SkipMode.RANDOM}[self.mode]
+        p.rate = float(self.rate)
+        p.divisor = (core.SkipDivisor.ALL_RANKS if self.divisor == "skip"
+                     else core.SkipDivisor.CONTRIBUTORS)
+        p.seed = int(self.seed)
+        p.warmup_iterations = int(self.warmup_steps)
+        p.protected_tensors = [int(b) for b in self.protected_buckets]
+        p.validate()
+        return p
 
 
 @dataclasses.dataclass
@@ -36,6 +132,11 @@ class AtpOptions:
     # sleeping (0 on machines with fewer cores than busy threads).
     spin_iterations: int = 0
     yield_iterations: int = 0
+    # SkipReduce in the hooks (atp.hook; docs/skipreduce.md).
+    skip: SkipReduceOptions = dataclasses.field(default_factory=SkipReduceOptions)
+    # ring_hostname: the address the other ranks reach this one's ring
+    # allreduce at (atp.hook.RingHookState; TCP over gloo).
+    ring_hostname: str = "127.0.0.1"
 
     def is_local(self) -> bool:
         return self.local if self.local is not None else not self.ps_addresses
@@ -43,7 +144,8 @@ class AtpOptions:
     @staticmethod
     def from_env(**overrides) -> "AtpOptions":
         """Defaults, then ATP_JOB_ID, ATP_PS (comma list), ATP_ADDRESS,
-        ATP_UDP_BIND, ATP_UDP_GATEWAY, ATP_IO_THREADS, then `overrides`."""
+        ATP_UDP_BIND, ATP_UDP_GATEWAY, ATP_IO_THREADS, ATP_RING_HOSTNAME,
+        then `overrides`."""
         o = AtpOptions()
         env = os.environ
         if "ATP_JOB_ID" in env:
@@ -55,4 +157,5 @@ class AtpOptions:
         o.address = env.get("ATP_ADDRESS", o.address)
         o.udp_bind = env.get("ATP_UDP_BIND", o.udp_bind)
         o.udp_gateway = env.get("ATP_UDP_GATEWAY", o.udp_gateway)
+        o.ring_hostname = env.get("ATP_RING_HOSTNAME", o.ring_hostname)
         return dataclasses.replace(o, **overrides)

@@ -18,6 +18,7 @@ void RegisterTransports(pybind11::module_& m);   // transport_bindings.cc
 void RegisterCapture(pybind11::module_& m);      // capture_bindings.cc
 void RegisterMetrics(pybind11::module_& m);      // metrics_bindings.cc
 void RegisterSkip(pybind11::module_& m);         // skip_bindings.cc
+void RegisterCollectives(pybind11::module_& m);  // collectives_bindings.cc (needs RegisterSkip first)
 
 wire::Ipv4Address ParseIpv4(const std::string& text);
 transport::SocketAddress ParseSocketAddress(const std::string& text);  // "IP:PORT"

@@ -12,4 +12,5 @@ PYBIND11_MODULE(_atp, m) {
   atp::python::RegisterSkip(m);
   atp::python::RegisterWorker(m);
   atp::python::RegisterParameterServer(m);
+  atp::python::RegisterCollectives(m);
 }

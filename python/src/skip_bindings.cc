@@ -2,10 +2,12 @@
 // Python and C++ compute the same skipped sets (the hash is bound, never
 // re-implemented): SkipMode, SkipDivisor, SkipOptions (one collective: what
 // Worker.push_pull(..., skip=) takes), SkipPolicy (a job's setting over
-// buckets and iterations; for_tensor gives a SkipOptions), and the helpers
-// skip_steps_for_rate and random_shift. Fields keep their C++ names;
+// buckets and iterations; for_tensor gives a SkipOptions), SkipPlan (which
+// steps, slices and contributions one collective skips), and the helpers
+// skip_steps_for_rate, random_shift and slice_range. Fields keep their C++ names;
 // validate() raises ValueError naming the field.
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -104,6 +106,41 @@ void RegisterSkip(py::module_& m) {
         "most ranks - 1.");
   m.def("random_shift", &RandomShift, py::arg("seed"), py::arg("iteration"), py::arg("tensor"),
         py::arg("ranks"), "Random mode's shift (the same on every rank and host).");
+
+  py::class_<SkipPlan>(m, "SkipPlan", "Which steps, slices and contributions one collective skips.")
+      .def_static(
+          "create",
+          [](const SkipOptions& options, int ranks) {
+            return ValueOrThrow(SkipPlan::Create(options, ranks));
+          },
+          py::arg("options"), py::arg("ranks"))
+      .def_property_readonly("ranks", &SkipPlan::ranks)
+      .def_property_readonly("shift", &SkipPlan::shift)
+      .def_property_readonly("skipped_reduce_scatter_steps", &SkipPlan::skipped_reduce_scatter_steps)
+      .def_property_readonly("skipped_all_gather_steps", &SkipPlan::skipped_all_gather_steps)
+      .def_property_readonly("divisor", &SkipPlan::divisor)
+      .def("owned_slice", &SkipPlan::OwnedSlice, py::arg("rank"))
+      .def("contribution_included", &SkipPlan::ContributionIncluded, py::arg("slice"),
+           py::arg("contributor"))
+      .def("contributors", &SkipPlan::Contributors)
+      .def("slice_arrives", &SkipPlan::SliceArrives, py::arg("slice"), py::arg("rank"))
+      .def("average_divisor", &SkipPlan::AverageDivisor)
+      .def("slice_dropped", &SkipPlan::SliceDropped, py::arg("slice"))
+      .def("skipped_fraction", &SkipPlan::SkippedFraction)
+      .def("theoretical_speedup", &SkipPlan::TheoreticalSpeedup);
+
+  m.def(
+      "slice_range",
+      [](size_t count, int slices, int slice) {
+        if (slices < 1 || slice < 0 || slice >= slices) {
+          throw py::value_error("slice_range: slice " + std::to_string(slice) + " is outside 0.." +
+                                std::to_string(slices - 1));
+        }
+        const ElementRange r = SliceRange(count, slices, slice);
+        return std::pair<size_t, size_t>(r.begin, r.size);
+      },
+      py::arg("count"), py::arg("slices"), py::arg("slice"),
+      "(begin, size) of slice `slice` of `count` elements cut in `slices` nearly equal slices.");
 }
 
 }  // namespace atp::python
