@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "lib/sim/network.h"
 #include "lib/sim/packet_filter.h"
+#include "lib/tool/flag_checks.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, pcap, "",
@@ -85,6 +86,19 @@ absl::StatusOr<VisibilityOptions> VisibilityOptionsFromFlags() {
   if (!o.plot.empty() && !absl::EndsWith(o.plot, ".png") && !absl::EndsWith(o.plot, ".svg")) {
     return Bad("plot", absl::StrCat("'", o.plot, "' must end in .png or .svg"));
   }
+  if (o.pcap.empty()) {
+    if (absl::Status s = tool::RefuseGiven({"pcap_links"}, "only with --pcap"); !s.ok()) return s;
+  }
+  if (o.plot.empty()) {
+    if (absl::Status s = tool::RefuseGiven({"plot_interval_us", "plot_python", "plot_script"},
+                                           "only with --plot");
+        !s.ok()) {
+      return s;
+    }
+  }
+  // Checked now: the picture and its samples are written after the run.
+  if (absl::Status s = tool::CheckWritableFile("plot", o.plot); !s.ok()) return s;
+  if (absl::Status s = tool::CheckWritableFile("pcap", o.pcap); !s.ok()) return s;
   const double interval_us = absl::GetFlag(FLAGS_plot_interval_us);
   if (!(interval_us > 0)) return Bad("plot_interval_us", "must be > 0");
   o.plot_interval = TimeDelta::FromNanoseconds(static_cast<int64_t>(interval_us * 1e3));
