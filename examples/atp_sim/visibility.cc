@@ -28,7 +28,8 @@ ABSL_FLAG(std::string, pcap_links, "tor_to_ps,ps_to_tor",
 ABSL_FLAG(std::string, plot, "",
           "Draw goodput per job, windows, queue depths and aggregators in use over time into this "
           ".png or .svg (and write the samples to FILE.json). Needs python3-matplotlib.");
-ABSL_FLAG(double, plot_interval_us, 20, "--plot: simulated microseconds between samples (> 0).");
+ABSL_FLAG(double, plot_interval_us, 20,
+          "--plot: simulated microseconds between samples, 0.001..86400000000.");
 ABSL_FLAG(std::string, plot_python, "/usr/bin/python3",
           "--plot: the Python with matplotlib (Debian's python3-matplotlib).");
 ABSL_FLAG(std::string, plot_script, ATP_SIM_PLOT_SCRIPT, "--plot: the drawing script.");
@@ -100,7 +101,11 @@ absl::StatusOr<VisibilityOptions> VisibilityOptionsFromFlags() {
   if (absl::Status s = tool::CheckWritableFile("plot", o.plot); !s.ok()) return s;
   if (absl::Status s = tool::CheckWritableFile("pcap", o.pcap); !s.ok()) return s;
   const double interval_us = absl::GetFlag(FLAGS_plot_interval_us);
-  if (!(interval_us > 0)) return Bad("plot_interval_us", "must be > 0");
+  // At least the simulator's 1 ns resolution (0 would sample forever), at
+  // most a simulated day (the int64 nanoseconds stay exact).
+  if (!(interval_us >= 1e-3 && interval_us <= 86400e6)) {
+    return Bad("plot_interval_us", absl::StrCat(interval_us, " is not in [0.001, 86400000000]"));
+  }
   o.plot_interval = TimeDelta::FromNanoseconds(static_cast<int64_t>(interval_us * 1e3));
   o.python = absl::GetFlag(FLAGS_plot_python);
   o.plot_script = absl::GetFlag(FLAGS_plot_script);

@@ -167,6 +167,8 @@ expect "--workers" atp-sim --scenario=loss-sweep --workers=8
 expect "--scale" atp-sim --scale=small
 expect "--pcap_links" atp-sim --pcap_links=tor_to_ps
 expect "--plot_interval_us" atp-sim --plot_interval_us=5
+expect "--plot_interval_us" atp-sim --plot="$dir/p.svg" --plot_interval_us=inf
+expect "--plot_interval_us" atp-sim --plot="$dir/p.svg" --plot_interval_us=1e-9
 expect "--plot" atp-sim --plot=/nonexistent-atp-dir/x.png
 expect "--reorder_delay_us" atp-sim --reorder_delay_us=5
 
