@@ -22,13 +22,14 @@
 #include "atp/worker.h"
 #include "examples/atp_throughput/example_cluster.h"
 #include "lib/runtime/testbed/oracle.h"
+#include "lib/tool/flag_checks.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(int, workers, 2, "Workers in the job (all ping together: ATP aggregates).");
 ABSL_FLAG(int, racks, 1, "Racks the workers are spread over.");
-ABSL_FLAG(int, count, 2000, "Pings to time (after the warm-up).");
-ABSL_FLAG(int, warmup, 100, "Pings sent first and not timed.");
-ABSL_FLAG(int, values, 62, "Floats per ping (62 = one fragment).");
+ABSL_FLAG(int, count, 2000, "Pings to time (after the warm-up), 1..10000000.");
+ABSL_FLAG(int, warmup, 100, "Pings sent first and not timed, 0..10000000.");
+ABSL_FLAG(int, values, 62, "Floats per ping (62 = one fragment), 1..10000000.");
 ABSL_FLAG(bool, json, false, "Print the result as one JSON object instead of text.");
 
 namespace atp::examples {
@@ -40,6 +41,9 @@ constexpr char kUsage[] =
     "each aggregation from PushPull to Wait; every result is checked.\n"
     "Exit status: 0 all results exact; 1 a result was wrong or timed out; 2 bad flags.\n"
     "  e.g. atp-ping --workers=4 --racks=2 --count=5000";
+
+constexpr int kMaxPings = 10'000'000;
+constexpr int kMaxValues = 10'000'000;
 
 float Input(int ping, int rank, int i) {
   return static_cast<float>(((ping * 31 + rank * 7 + i) % 200) - 100) * 0.01f;
@@ -53,10 +57,15 @@ int Main(int argc, char** argv) {
   const int count = absl::GetFlag(FLAGS_count);
   const int warmup = absl::GetFlag(FLAGS_warmup);
   const int values = absl::GetFlag(FLAGS_values);
-  if (count < 1 || warmup < 0 || values < 1) {
-    std::fprintf(stderr, "atp-ping: --count >= 1, --warmup >= 0 and --values >= 1 please\n");
-    return 2;
-  }
+  // Bounds that keep the inputs' int arithmetic (Input) far from overflow.
+  tool::ExitIfBad("atp-ping", tool::CheckRange("count", count, 1, kMaxPings));
+  tool::ExitIfBad("atp-ping", tool::CheckRange("warmup", warmup, 0, kMaxPings));
+  tool::ExitIfBad("atp-ping", tool::CheckRange("values", values, 1, kMaxValues));
+  // Every worker keeps every ping's result until the end (verified then).
+  const double result_bytes = 4.0 * std::max(shape.workers, 1) *
+                              (static_cast<double>(warmup) + count) * values;
+  tool::ExitIfBad("atp-ping", tool::CheckMemory("values", result_bytes,
+                                                "the results of --workers x (--warmup + --count) pings"));
   absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> cluster = MakeCluster(shape);
   if (!cluster.ok()) {
     std::fprintf(stderr, "atp-ping: %s\n", std::string(cluster.status().message()).c_str());

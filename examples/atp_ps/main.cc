@@ -29,6 +29,7 @@
 #include "examples/common/endpoint.h"
 #include "examples/common/endpoint_flags.h"
 #include "examples/common/tool_flags.h"
+#include "lib/tool/flag_checks.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, delivery, "multicast",
@@ -163,6 +164,19 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "atp-ps: --stats_interval_s: must be >= 0\n");
     return kBadFlagsExit;
   }
+  // Checked now: the counters are written at exit, after the whole run.
+  tool::ExitIfBad("atp-ps", tool::CheckWritableFile("stats_json", absl::GetFlag(FLAGS_stats_json)));
+  // The PS never retransmits: the workers' timeout floor would be ignored.
+  tool::ExitIfBad("atp-ps", tool::RefuseGiven({"rto_floor_us"}, "a worker's flag (the PS never retransmits)"));
+  MetricsServerOptions metrics_options;
+  metrics_options.port = absl::GetFlag(FLAGS_metrics_port);
+  metrics_options.address = absl::GetFlag(FLAGS_metrics_address);
+  tool::ExitIfBad("atp-ps", tool::CheckMetricsFlags(metrics_options.port, metrics_options.address));
+  if (metrics_options.port != -1 && !MetricsAvailable()) {
+    tool::ExitIfBad("atp-ps", tool::FlagError("metrics_port", "this build has no prometheus-cpp (prometheus-cpp-dev)"));
+  }
+  absl::StatusOr<PollingOptions> polling = PollingFromFlags();
+  tool::ExitIfBad("atp-ps", polling.status());
   absl::StatusOr<EndpointSpec> spec = BuildEndpoint(EndpointFlagsFromCommandLine(), place);
   if (!spec.ok()) {
     std::fprintf(stderr, "atp-ps: %s\n", std::string(spec.status().message()).c_str());
@@ -195,7 +209,7 @@ int Main(int argc, char** argv) {
   options.slots = spec->job.slots;
   options.io_threads = spec->job.io_threads;
   options.base_port = spec->job.base_port;
-  options.polling = PollingFromFlags();
+  options.polling = *polling;
   options.orphan_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_orphan_timeout_ms));
   absl::StatusOr<std::unique_ptr<ParameterServer>> server =
       ParameterServer::Start(options, **device);
@@ -204,10 +218,8 @@ int Main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<MetricsServer> metrics;
-  if (const int port = absl::GetFlag(FLAGS_metrics_port); port != -1) {
-    MetricsServerOptions m;
-    m.port = port;
-    m.address = absl::GetFlag(FLAGS_metrics_address);
+  if (metrics_options.port != -1) {
+    MetricsServerOptions m = metrics_options;
     m.labels = {{"job", absl::StrCat(spec->job.job_id)}};
     absl::StatusOr<std::unique_ptr<MetricsServer>> started = ServeParameterServerMetrics(**server, m);
     if (!started.ok()) {

@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "atp/status_macros.h"
+#include "lib/tool/flag_checks.h"
 #include "switch_emulator/pipeline/aggregator.h"
 
 ABSL_FLAG(int, workers, 4, "Workers per job, 1..1024 (at most 32 per rack per job).");
@@ -117,20 +118,12 @@ absl::StatusOr<TimeDelta> Duration(const std::string& flag, double value, double
   return TimeDelta::FromNanoseconds(ns);
 }
 
-// PhysicalMemoryBytes: this machine's RAM (0 when unknown).
-double PhysicalMemoryBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 ? static_cast<double>(pages) * static_cast<double>(page_size)
-                                    : 0.0;
-}
-
 // CheckMemory: refuses a run whose tensors or aggregator arrays would need
 // more than half of this machine's RAM (they would abort with bad_alloc or
 // swap), naming the flags that size them. The estimate counts what the run
 // allocates per value and per aggregator, not the few MB of the rest.
 absl::Status CheckMemory(const ExperimentConfig& config, int workers, int jobs, int racks) {
-  const double memory = PhysicalMemoryBytes();
+  const double memory = tool::PhysicalMemoryBytes();
   if (memory <= 0) return absl::OkStatus();
   const double budget = memory / 2;
   // Per job and value: each worker's input and output (8 bytes), the exact
@@ -183,7 +176,18 @@ absl::StatusOr<Options> OptionsFromFlags() {
   ExperimentConfig& config = options.experiment;
   options.format = absl::GetFlag(FLAGS_json) ? OutputFormat::kJson : OutputFormat::kTable;
   options.scenario = absl::GetFlag(FLAGS_scenario);
-  if (!options.scenario.empty()) {
+  if (options.scenario.empty()) {
+    ATP_RETURN_IF_ERROR(tool::RefuseGiven({"scale"}, "only with --scenario"));
+  } else {
+    // A scenario sets up its own runs: these flags would be ignored.
+    ATP_RETURN_IF_ERROR(tool::RefuseGiven(
+        {"workers", "racks", "jobs", "aggregators", "loss", "tensor_mb", "iterations",
+         "allocation", "cc", "queues", "link_gbps", "delay_us", "queue_frames", "ecn_threshold",
+         "levels", "index", "placement", "slots", "window", "orphan_timeout_ms", "reorder",
+         "reorder_delay_us", "duplicate", "corrupt", "overflow_every", "jitter_us", "sample_us",
+         "time_limit_ms"},
+        "not with --scenario (a scenario sets up its own runs; only --scale, --seed, --json and "
+        "--plot apply)"));
     bool known = false;
     for (const ScenarioInfo& info : Scenarios()) known = known || info.name == options.scenario;
     if (!known) {
@@ -333,6 +337,9 @@ absl::StatusOr<Options> OptionsFromFlags() {
   if (auto s = CheckFraction("loss", imp.loss); !s.ok()) return s;
   if (imp.loss >= 1.0) return Bad("loss", "1 loses every frame: nothing can complete");
   if (auto s = CheckFraction("reorder", imp.reorder); !s.ok()) return s;
+  if (imp.reorder == 0) {
+    ATP_RETURN_IF_ERROR(tool::RefuseGiven({"reorder_delay_us"}, "only with --reorder > 0"));
+  }
   if (auto s = CheckFraction("duplicate", imp.duplicate); !s.ok()) return s;
   if (auto s = CheckFraction("corrupt", imp.corrupt); !s.ok()) return s;
   ATP_ASSIGN_OR_RETURN(imp.reorder_delay,

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "lib/sim/network.h"
 #include "lib/sim/packet_filter.h"
+#include "lib/tool/flag_checks.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, pcap, "",
@@ -27,7 +28,8 @@ ABSL_FLAG(std::string, pcap_links, "tor_to_ps,ps_to_tor",
 ABSL_FLAG(std::string, plot, "",
           "Draw goodput per job, windows, queue depths and aggregators in use over time into this "
           ".png or .svg (and write the samples to FILE.json). Needs python3-matplotlib.");
-ABSL_FLAG(double, plot_interval_us, 20, "--plot: simulated microseconds between samples (> 0).");
+ABSL_FLAG(double, plot_interval_us, 20,
+          "--plot: simulated microseconds between samples, 0.001..86400000000.");
 ABSL_FLAG(std::string, plot_python, "/usr/bin/python3",
           "--plot: the Python with matplotlib (Debian's python3-matplotlib).");
 ABSL_FLAG(std::string, plot_script, ATP_SIM_PLOT_SCRIPT, "--plot: the drawing script.");
@@ -85,8 +87,25 @@ absl::StatusOr<VisibilityOptions> VisibilityOptionsFromFlags() {
   if (!o.plot.empty() && !absl::EndsWith(o.plot, ".png") && !absl::EndsWith(o.plot, ".svg")) {
     return Bad("plot", absl::StrCat("'", o.plot, "' must end in .png or .svg"));
   }
+  if (o.pcap.empty()) {
+    if (absl::Status s = tool::RefuseGiven({"pcap_links"}, "only with --pcap"); !s.ok()) return s;
+  }
+  if (o.plot.empty()) {
+    if (absl::Status s = tool::RefuseGiven({"plot_interval_us", "plot_python", "plot_script"},
+                                           "only with --plot");
+        !s.ok()) {
+      return s;
+    }
+  }
+  // Checked now: the picture and its samples are written after the run.
+  if (absl::Status s = tool::CheckWritableFile("plot", o.plot); !s.ok()) return s;
+  if (absl::Status s = tool::CheckWritableFile("pcap", o.pcap); !s.ok()) return s;
   const double interval_us = absl::GetFlag(FLAGS_plot_interval_us);
-  if (!(interval_us > 0)) return Bad("plot_interval_us", "must be > 0");
+  // At least the simulator's 1 ns resolution (0 would sample forever), at
+  // most a simulated day (the int64 nanoseconds stay exact).
+  if (!(interval_us >= 1e-3 && interval_us <= 86400e6)) {
+    return Bad("plot_interval_us", absl::StrCat(interval_us, " is not in [0.001, 86400000000]"));
+  }
   o.plot_interval = TimeDelta::FromNanoseconds(static_cast<int64_t>(interval_us * 1e3));
   o.python = absl::GetFlag(FLAGS_plot_python);
   o.plot_script = absl::GetFlag(FLAGS_plot_script);

@@ -10,6 +10,7 @@
 #include "atp/transport_factory.h"
 #include "atp/window_sizing.h"
 #include "examples/common/tool_flags.h"
+#include "lib/tool/flag_checks.h"
 
 ABSL_FLAG(std::string, switches, "auto",
           "Loopback only: which in-process switches aggregate: 'two_level' (a ToR per rack "
@@ -92,6 +93,16 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
         "--workers=", shape.workers, " --racks=", shape.racks,
         ": needs 1..32 racks and 1..32 workers in each rack"));
   }
+  if (absl::Status s = tool::CheckRange("io_threads", shape.io_threads, 1, 16); !s.ok()) return s;
+  if (shape.slots < 1 || shape.slots > 65536 || (shape.slots & (shape.slots - 1)) != 0) {
+    return tool::FlagError("slots", absl::StrCat(shape.slots, " is not a power of two in 1..65536"));
+  }
+  if (shape.initial_window < 1 || shape.initial_window > shape.slots) {
+    return tool::FlagError("window", absl::StrCat(shape.initial_window, " is not in 1..--slots (",
+                                                  shape.slots, ")"));
+  }
+  const double loss = absl::GetFlag(FLAGS_loss);
+  if (!(loss >= 0 && loss < 1)) return tool::FlagError("loss", absl::StrCat(loss, " is not in [0, 1)"));
   testbed::LocalClusterOptions options;
   absl::StatusOr<TransportKind> kind = ParseTransportKind(ClusterTransportFlag());
   if (!kind.ok()) return absl::InvalidArgumentError(absl::StrCat("--transport: ", kind.status().message()));
@@ -112,17 +123,27 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
     return absl::InvalidArgumentError(
         absl::StrCat("--switches: unknown value '", switches, "' (two_level, single, none, auto)"));
   }
-  options.loss_rate = absl::GetFlag(FLAGS_loss);
-  options.polling = PollingFromFlags();
+  if (*kind != TransportKind::kLoopback) {
+    if (absl::Status s = tool::RefuseGiven({"switches", "loss"}, "only with --transport=loopback");
+        !s.ok()) {
+      return s;
+    }
+  }
+  options.loss_rate = loss;
+  absl::StatusOr<PollingOptions> polling = PollingFromFlags();
+  if (!polling.ok()) return polling.status();
+  options.polling = *polling;
   testbed::LocalJob job;
   job.job.job_id = 1;
   job.job.layout.workers_per_rack.assign(static_cast<size_t>(shape.racks), 0);
   for (int w = 0; w < shape.workers; ++w) ++job.job.layout.workers_per_rack[static_cast<size_t>(w % shape.racks)];
-  job.job.io_threads = shape.io_threads;
-  job.job.slots = shape.slots;
-  job.job.initial_window = shape.initial_window;
+  job.job.io_threads = static_cast<uint32_t>(shape.io_threads);
+  job.job.slots = static_cast<uint32_t>(shape.slots);
+  job.job.initial_window = static_cast<uint32_t>(shape.initial_window);
   if (absl::Status s = SizeWindowsFromFlags(shape.explicit_window, &job.job); !s.ok()) return s;
-  job.job.retransmission_floor = RetransmissionFloorFromFlags();
+  absl::StatusOr<absl::Duration> floor = RetransmissionFloorFromFlags();
+  if (!floor.ok()) return floor.status();
+  job.job.retransmission_floor = *floor;
   job.job.initial_retransmission_timeout =
       std::max(job.job.initial_retransmission_timeout, job.job.retransmission_floor);
   job.job.max_retransmission_timeout =

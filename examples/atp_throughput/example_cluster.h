@@ -20,13 +20,14 @@ namespace atp::examples {
 void ParseFlagsOrExit(int argc, char** argv, const char* program, const char* tool_dir,
                       const std::string& usage);
 
-// ClusterShape: the job a tool runs.
+// ClusterShape: the job a tool runs, as the flags gave it (MakeCluster
+// checks the values, naming --io_threads, --slots and --window).
 struct ClusterShape {
   int workers = 2;
   int racks = 1;
-  uint32_t io_threads = 1;
-  uint32_t slots = 256;
-  uint32_t initial_window = 200;
+  int io_threads = 1;
+  int slots = 256;
+  int initial_window = 200;
   // explicit_window: slots or initial_window were given; --link_gbps and
   // --path_rtt_us (a window from the path's bandwidth-delay product) are
   // then refused.

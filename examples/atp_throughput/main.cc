@@ -40,6 +40,7 @@
 #include "examples/common/inputs.h"
 #include "examples/common/tool_flags.h"
 #include "lib/runtime/testbed/oracle.h"
+#include "lib/tool/flag_checks.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, role, "cluster",
@@ -83,35 +84,49 @@ void Fill(std::vector<float>& v, int iteration, int rank) {
   }
 }
 
+constexpr char kProgram[] = "atp-throughput";
+
 int RunWorker();
 
+// CheckSizeFlags: --tensor_floats and --iterations, and the memory the run
+// needs for `tensors` tensors of --tensor_floats floats.
+void CheckSizeFlags(double tensors) {
+  const int64_t n = absl::GetFlag(FLAGS_tensor_floats);
+  tool::ExitIfBad(kProgram, tool::CheckRange("tensor_floats", n, 1, INT64_MAX));
+  tool::ExitIfBad(kProgram, tool::CheckRange("iterations", absl::GetFlag(FLAGS_iterations), 1, INT32_MAX));
+  tool::ExitIfBad(kProgram, tool::CheckMemory("tensor_floats", static_cast<double>(n) * 4 * tensors,
+                                              absl::StrCat(tensors, " tensors of ", n, " floats")));
+}
+
 int Main(int argc, char** argv) {
-  ParseFlagsOrExit(argc, argv, "atp-throughput", "examples/atp_throughput/main", kUsage);
+  ParseFlagsOrExit(argc, argv, kProgram, "examples/atp_throughput/main", kUsage);
   const std::string role = absl::GetFlag(FLAGS_role);
   if (role == "worker") return RunWorker();
   if (role != "cluster") {
     std::fprintf(stderr, "atp-throughput: --role: '%s' is not cluster or worker\n", role.c_str());
     return kBadFlagsExit;
   }
-  if (absl::GetFlag(FLAGS_rank) != -1) {
-    std::fprintf(stderr, "atp-throughput: --rank: only with --role=worker\n");
-    return kBadFlagsExit;
-  }
+  // The flags of --role=worker (and the endpoint flags) have no effect here.
+  tool::ExitIfBad(kProgram, tool::RefuseGiven(
+      {"rank", "seed", "deadline_s", "address", "dpdk_port", "memif_socket", "memif_role",
+       "memif_id", "iface", "netns", "pci", "dpdk_memory_mb", "udp_bind", "udp_gateway", "job",
+       "workers_per_rack", "ps_address", "group", "pcap_dir", "pcap_max_file_mb",
+       "pcap_max_files"},
+      "only with --role=worker"));
   ClusterShape shape;
   shape.workers = absl::GetFlag(FLAGS_workers);
   shape.racks = absl::GetFlag(FLAGS_racks);
-  shape.io_threads = static_cast<uint32_t>(absl::GetFlag(FLAGS_io_threads));
+  shape.io_threads = absl::GetFlag(FLAGS_io_threads);
   const int window = absl::GetFlag(FLAGS_window);
   const int slots = absl::GetFlag(FLAGS_slots);
   shape.explicit_window = window != 0 || slots != 0;
-  if (window != 0) shape.initial_window = static_cast<uint32_t>(window);
-  if (slots != 0) shape.slots = static_cast<uint32_t>(slots);
+  if (window != 0) shape.initial_window = window;
+  if (slots != 0) shape.slots = slots;
+  // Each worker's input and output, the exact aggregate, and the oracle's
+  // int64 sums (two floats' worth).
+  CheckSizeFlags(2.0 * std::max(shape.workers, 1) + 3);
   const int64_t n = absl::GetFlag(FLAGS_tensor_floats);
   const int iterations = absl::GetFlag(FLAGS_iterations);
-  if (n < 1 || iterations < 1) {
-    std::fprintf(stderr, "atp-throughput: --tensor_floats and --iterations must be >= 1\n");
-    return kBadFlagsExit;
-  }
   absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> cluster = MakeCluster(shape);
   if (!cluster.ok()) {
     std::fprintf(stderr, "atp-throughput: %s\n", std::string(cluster.status().message()).c_str());
@@ -295,8 +310,12 @@ int RunWorker() {
     std::fprintf(stderr, "atp-throughput: %s\n", message.c_str());
     return kBadFlagsExit;
   };
-  if (n < 1) return bad("--tensor_floats: must be >= 1");
-  if (iterations < 1) return bad("--iterations: must be >= 1");
+  // A worker's job shape comes from the endpoint flags (--racks,
+  // --workers_per_rack); its window and slots are the job's defaults, which
+  // the PS (atp-ps) must share: these would be ignored.
+  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss", "slots", "window"},
+                                              "only with --role=cluster"));
+  CheckSizeFlags(3);  // input, output, expected sum
   if (!(deadline_s > 0)) return bad("--deadline_s: must be > 0");
   if (absl::GetFlag(FLAGS_rank) < 0) return bad("--rank: required with --role=worker (0, 1, ...)");
   EndpointPlace place;
@@ -305,6 +324,15 @@ int RunWorker() {
   place.program_name = "atp-throughput";
   absl::StatusOr<EndpointSpec> spec = BuildEndpoint(EndpointFlagsFromCommandLine(), place);
   if (!spec.ok()) return bad(std::string(spec.status().message()));
+  WorkerOptions options;
+  options.job = spec->job;
+  if (absl::Status s = ApplyRetransmissionFlags(&options.job); !s.ok()) return bad(std::string(s.message()));
+  options.rack = spec->rack;
+  options.worker_in_rack = spec->worker_in_rack;
+  options.parameter_servers.push_back(spec->ps);
+  absl::StatusOr<PollingOptions> polling = PollingFromFlags();
+  if (!polling.ok()) return bad(std::string(polling.status().message()));
+  options.polling = *polling;
   const absl::Time deadline = start + absl::Seconds(deadline_s);
   const std::string who = absl::StrCat("atp-throughput: worker ", place.rank);
   if (progress) std::fprintf(stderr, "%s: %s\n", who.c_str(), spec->description.c_str());
@@ -315,13 +343,6 @@ int RunWorker() {
     std::fprintf(stderr, "%s: %s\n", who.c_str(), std::string(device.status().message()).c_str());
     return 1;
   }
-  WorkerOptions options;
-  options.job = spec->job;
-  ApplyRetransmissionFlags(&options.job);
-  options.rack = spec->rack;
-  options.worker_in_rack = spec->worker_in_rack;
-  options.parameter_servers.push_back(spec->ps);
-  options.polling = PollingFromFlags();
   absl::StatusOr<std::unique_ptr<Worker>> worker = Worker::Create(options, **device);
   if (!worker.ok()) {
     std::fprintf(stderr, "%s: %s\n", who.c_str(), std::string(worker.status().message()).c_str());

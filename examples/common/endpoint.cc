@@ -37,6 +37,16 @@ absl::StatusOr<wire::Ipv4Address> ParseIp(absl::string_view flag, const std::str
 
 bool IsMulticastIp(wire::Ipv4Address ip) { return (ip.value >> 28) == 0xe; }
 
+// ParseHostIp: a node's own address: unicast, not 0.0.0.0 nor the broadcast.
+absl::StatusOr<wire::Ipv4Address> ParseHostIp(absl::string_view flag, const std::string& text) {
+  ATP_ASSIGN_OR_RETURN(wire::Ipv4Address ip, ParseIp(flag, text));
+  if (IsMulticastIp(ip)) return FlagError(flag, absl::StrCat(text, " is a multicast address"));
+  if (ip.value == 0 || ip.value == 0xFFFFFFFFu) {
+    return FlagError(flag, absl::StrCat(text, " is not a host address"));
+  }
+  return ip;
+}
+
 transport::DeviceAddress MulticastAddress(wire::Ipv4Address ip) {
   // RFC 1112: 01:00:5e + the low 23 bits of the group.
   transport::DeviceAddress a;
@@ -142,8 +152,22 @@ absl::Status BuildDpdk(const EndpointFlags& flags, EndpointSpec& spec) {
     return FlagError("dpdk_port",
                      absl::StrCat("'", flags.dpdk_port, "' is not memif, af_packet, af_xdp or pci"));
   }
-  if (flags.dpdk_port != "memif" && !flags.memif_socket.empty()) {
-    return FlagError("memif_socket", absl::StrCat("only with --dpdk_port=memif, not ", flags.dpdk_port));
+  if (flags.dpdk_port != "memif") {
+    // The memif flags would be ignored (their defaults: client, id 0).
+    const EndpointFlags defaults;
+    if (!flags.memif_socket.empty() || flags.memif_role != defaults.memif_role ||
+        flags.memif_id != defaults.memif_id) {
+      return FlagError(!flags.memif_socket.empty()            ? "memif_socket"
+                       : flags.memif_role != defaults.memif_role ? "memif_role"
+                                                                 : "memif_id",
+                       absl::StrCat("only with --dpdk_port=memif, not ", flags.dpdk_port));
+    }
+  }
+  if (!flags.iface.empty() && flags.dpdk_port != "af_packet" && flags.dpdk_port != "af_xdp") {
+    return FlagError("iface", "only with --dpdk_port=af_packet or af_xdp");
+  }
+  if (!flags.pci.empty() && flags.dpdk_port != "pci") {
+    return FlagError("pci", "only with --dpdk_port=pci");
   }
   if (!flags.netns.empty() && flags.dpdk_port != "af_packet" && flags.dpdk_port != "af_xdp") {
     return FlagError("netns", "only with --dpdk_port=af_packet or af_xdp");
@@ -184,6 +208,13 @@ absl::Status BuildKernelUdp(const EndpointFlags& flags, EndpointSpec& spec) {
                                     {"iface", flags.iface}, {"netns", flags.netns}, {"pci", flags.pci}}) {
     if (!value.empty()) return FlagError(flag, "only with --transport=dpdk");
   }
+  const EndpointFlags defaults;
+  if (flags.dpdk_port != defaults.dpdk_port) return FlagError("dpdk_port", "only with --transport=dpdk");
+  if (flags.memif_role != defaults.memif_role) return FlagError("memif_role", "only with --transport=dpdk");
+  if (flags.memif_id != defaults.memif_id) return FlagError("memif_id", "only with --transport=dpdk");
+  if (flags.dpdk_memory_mb != defaults.dpdk_memory_mb) {
+    return FlagError("dpdk_memory_mb", "only with --transport=dpdk");
+  }
   transport::KernelUdpOptions& u = spec.transport.kernel_udp;
   spec.transport.kind = TransportKind::kKernelUdp;
   u.device.num_queues = spec.job.io_threads;
@@ -195,6 +226,16 @@ absl::Status BuildKernelUdp(const EndpointFlags& flags, EndpointSpec& spec) {
   if (uint32_t{u.bind.port} + spec.job.io_threads - 1 > 65535) {
     return FlagError("udp_bind", absl::StrCat("ports ", u.bind.port, "..+", spec.job.io_threads - 1,
                                              " pass 65535"));
+  }
+  // Queue q binds bind.port + q and sends to gateway.port + q: a gateway on
+  // this node's own sockets would send every frame back to itself.
+  const transport::SocketAddress& gateway = *u.gateway;
+  const bool same_host = u.bind.ip == gateway.ip || u.bind.ip.value == 0;
+  if (same_host && gateway.port < uint32_t{u.bind.port} + spec.job.io_threads &&
+      u.bind.port < uint32_t{gateway.port} + spec.job.io_threads) {
+    return FlagError("udp_gateway", absl::StrCat(flags.udp_gateway, " is one of this node's own "
+                                                 "sockets (--udp_bind=", flags.udp_bind, ", ",
+                                                 spec.job.io_threads, " queue(s))"));
   }
   if (absl::Status s = spec.transport.Validate("TransportOptions"); !s.ok()) {
     return FlagError("transport", s.message());
@@ -221,7 +262,16 @@ transport::DeviceAddress GroupAddress(uint8_t job) { return MulticastAddress(Ip(
 // BuildCapture: --pcap_dir and its ring (atp/capture.h); files named after
 // the endpoint ("ps", "w<rank>").
 absl::Status BuildCapture(const EndpointFlags& flags, EndpointSpec& spec) {
-  if (flags.pcap_dir.empty()) return absl::OkStatus();
+  if (flags.pcap_dir.empty()) {
+    const EndpointFlags defaults;
+    if (flags.pcap_max_file_mb != defaults.pcap_max_file_mb) {
+      return FlagError("pcap_max_file_mb", "only with --pcap_dir");
+    }
+    if (flags.pcap_max_files != defaults.pcap_max_files) {
+      return FlagError("pcap_max_files", "only with --pcap_dir");
+    }
+    return absl::OkStatus();
+  }
   CaptureOptions& c = spec.transport.capture;
   c.directory = flags.pcap_dir;
   c.name = spec.place.role == EndpointRole::kWorker ? absl::StrCat("w", spec.place.rank) : "ps";
@@ -254,8 +304,7 @@ absl::StatusOr<EndpointSpec> BuildEndpoint(const EndpointFlags& flags, const End
   }
   spec.ps = PsAddress(job);
   if (!flags.ps_address.empty()) {
-    ATP_ASSIGN_OR_RETURN(wire::Ipv4Address ip, ParseIp("ps_address", flags.ps_address));
-    if (IsMulticastIp(ip)) return FlagError("ps_address", "a multicast address");
+    ATP_ASSIGN_OR_RETURN(wire::Ipv4Address ip, ParseHostIp("ps_address", flags.ps_address));
     spec.ps = {ip, transport::DefaultMacFor(ip)};
   }
   spec.group = GroupAddress(job);
@@ -275,12 +324,30 @@ absl::StatusOr<EndpointSpec> BuildEndpoint(const EndpointFlags& flags, const End
     spec.self = spec.workers[static_cast<size_t>(place.rank)];
   } else {
     spec.self = spec.ps;
+    if (!flags.address.empty() && !flags.ps_address.empty() && flags.address != flags.ps_address) {
+      return FlagError("address", absl::StrCat(flags.address, " differs from --ps_address=",
+                                               flags.ps_address, " (the PS's address; give one)"));
+    }
   }
   if (!flags.address.empty()) {
-    ATP_ASSIGN_OR_RETURN(wire::Ipv4Address ip, ParseIp("address", flags.address));
-    if (IsMulticastIp(ip)) return FlagError("address", "a multicast address");
+    ATP_ASSIGN_OR_RETURN(wire::Ipv4Address ip, ParseHostIp("address", flags.address));
     spec.self = {ip, transport::DefaultMacFor(ip)};
     if (place.role == EndpointRole::kWorker) spec.workers[static_cast<size_t>(place.rank)] = spec.self;
+  }
+  if (place.role == EndpointRole::kWorker) {
+    // Two workers, or a worker and the PS, on one address: the frames of
+    // one would go to the other.
+    for (size_t w = 0; w < spec.workers.size(); ++w) {
+      if (w != static_cast<size_t>(place.rank) && spec.workers[w].ipv4 == spec.self.ipv4) {
+        return FlagError("address", absl::StrCat(spec.self.ipv4.ToString(), " is worker ", w,
+                                                 "'s address"));
+      }
+    }
+    if (spec.self.ipv4 == spec.ps.ipv4) {
+      return FlagError(flags.address.empty() ? "ps_address" : "address",
+                       absl::StrCat(spec.self.ipv4.ToString(),
+                                    " is both this worker's and the PS's address"));
+    }
   }
   spec.description =
       place.role == EndpointRole::kWorker

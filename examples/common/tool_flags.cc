@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "lib/tool/flag_checks.h"
 
 ABSL_FLAG(std::string, transport, "",
           "Where the frames travel. In-process job (atp-throughput --role=cluster, atp-ping): "
@@ -13,10 +14,10 @@ ABSL_FLAG(std::string, transport, "",
           "atp-throughput --role=worker): 'dpdk' (default: a DPDK port, see --dpdk_port) or "
           "'kernel_udp' (the kernel UDP overlay, when this libatp has it).");
 ABSL_FLAG(int, rto_floor_us, 1000,
-          "Retransmission timeout floor, microseconds. On a machine with fewer cores than "
+          "Retransmission timeout floor, microseconds, 1..60000000. On a machine with fewer cores than "
           "threads, scheduling delays beyond it cause spurious resends.");
 ABSL_FLAG(int, max_sleep_us, 1000,
-          "Longest sleep of an idle I/O thread, microseconds (the loopback transport cannot wake "
+          "Longest sleep of an idle I/O thread, microseconds, 1..1000000 (the loopback transport cannot wake "
           "a sleeping receiver, so this bounds the latency it adds per hop).");
 ABSL_FLAG(int, spin_iterations, atp::PollingOptions{}.spin_iterations,
           "Idle rounds an I/O thread spins (no syscall) before it yields; 0 by default, spin only "
@@ -25,7 +26,7 @@ ABSL_FLAG(int, yield_iterations, atp::PollingOptions{}.yield_iterations,
           "Idle rounds an I/O thread yields the CPU (sched_yield) after spinning, before it "
           "sleeps.");
 ABSL_FLAG(int, min_sleep_us, 20,
-          "First sleep of an idle I/O thread, microseconds; each further idle sleep doubles, up "
+          "First sleep of an idle I/O thread, microseconds, 1..--max_sleep_us; each further idle sleep doubles, up "
           "to --max_sleep_us.");
 ABSL_FLAG(bool, busy_poll, false,
           "I/O threads never sleep (lowest latency; needs a core per thread). Default: adaptive "
@@ -40,27 +41,31 @@ std::string ResolvedTransportFlag(const std::string& fallback) {
   return t.empty() ? fallback : t;
 }
 
-PollingOptions PollingFromFlags() {
-  if (absl::GetFlag(FLAGS_busy_poll)) return PollingOptions::BusyPolling();
-  PollingOptions polling;
-  polling.spin_iterations = static_cast<uint32_t>(std::max(absl::GetFlag(FLAGS_spin_iterations), 0));
-  polling.yield_iterations = static_cast<uint32_t>(std::max(absl::GetFlag(FLAGS_yield_iterations), 0));
-  polling.max_sleep = absl::Microseconds(absl::GetFlag(FLAGS_max_sleep_us));
-  polling.min_sleep = std::min(absl::Microseconds(std::max(absl::GetFlag(FLAGS_min_sleep_us), 1)),
-                               polling.max_sleep);
-  return polling;
+absl::StatusOr<PollingOptions> PollingFromFlags() {
+  return tool::PollingFromFlags({.busy_poll = absl::GetFlag(FLAGS_busy_poll),
+                                 .spin_iterations = absl::GetFlag(FLAGS_spin_iterations),
+                                 .yield_iterations = absl::GetFlag(FLAGS_yield_iterations),
+                                 .min_sleep_us = absl::GetFlag(FLAGS_min_sleep_us),
+                                 .max_sleep_us = absl::GetFlag(FLAGS_max_sleep_us)});
 }
 
-absl::Duration RetransmissionFloorFromFlags() {
-  return absl::Microseconds(absl::GetFlag(FLAGS_rto_floor_us));
+absl::StatusOr<absl::Duration> RetransmissionFloorFromFlags() {
+  const int floor_us = absl::GetFlag(FLAGS_rto_floor_us);
+  if (absl::Status s = tool::CheckRange("rto_floor_us", floor_us, 1, kMaxRtoFloorUs); !s.ok()) {
+    return s;
+  }
+  return absl::Microseconds(floor_us);
 }
 
-void ApplyRetransmissionFlags(JobOptions* job) {
-  job->retransmission_floor = RetransmissionFloorFromFlags();
+absl::Status ApplyRetransmissionFlags(JobOptions* job) {
+  absl::StatusOr<absl::Duration> floor = RetransmissionFloorFromFlags();
+  if (!floor.ok()) return floor.status();
+  job->retransmission_floor = *floor;
   job->initial_retransmission_timeout =
       std::max(job->initial_retransmission_timeout, job->retransmission_floor);
   job->max_retransmission_timeout =
       std::max(job->max_retransmission_timeout, job->initial_retransmission_timeout);
+  return absl::OkStatus();
 }
 
 }  // namespace atp::examples

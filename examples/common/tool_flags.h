@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "atp/options.h"
 #include "lib/tool/command_line.h"
@@ -27,15 +29,21 @@ std::string TransportFlag();
 // ResolvedTransportFlag: --transport, or `fallback` when it was not given.
 std::string ResolvedTransportFlag(const std::string& fallback);
 
-// PollingFromFlags: adaptive back-off from --max_sleep_us, or busy polling
-// with --busy_poll.
-PollingOptions PollingFromFlags();
-// RetransmissionFloorFromFlags: --rto_floor_us.
-absl::Duration RetransmissionFloorFromFlags();
+// kMaxRtoFloorUs: the largest --rto_floor_us (a minute).
+inline constexpr int kMaxRtoFloorUs = 60'000'000;
+
+// PollingFromFlags: adaptive back-off from --spin_iterations,
+// --yield_iterations, --min_sleep_us and --max_sleep_us, or busy polling with
+// --busy_poll; an error naming the flag for a bad value
+// (tool::PollingFromFlags).
+absl::StatusOr<PollingOptions> PollingFromFlags();
+// RetransmissionFloorFromFlags: --rto_floor_us, or the error naming it.
+absl::StatusOr<absl::Duration> RetransmissionFloorFromFlags();
 
 // ApplyRetransmissionFlags: sets job->retransmission_floor and raises the
-// initial and maximum timeouts to at least the floor.
-void ApplyRetransmissionFlags(JobOptions* job);
+// initial and maximum timeouts to at least the floor; the error of
+// RetransmissionFloorFromFlags otherwise.
+absl::Status ApplyRetransmissionFlags(JobOptions* job);
 
 }  // namespace atp::examples
 

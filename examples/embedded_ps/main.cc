@@ -19,10 +19,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
-#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "atp/parameter_server.h"
 #include "atp/transport.h"
@@ -30,14 +27,17 @@
 #include "atp/transport/loopback.h"
 #include "atp/worker.h"
 #include "lib/runtime/testbed/oracle.h"
+#include "lib/tool/command_line.h"
+#include "lib/tool/flag_checks.h"
 
-ABSL_FLAG(int, workers, 2, "Workers in the job (one rack).");
-ABSL_FLAG(int, io_threads, 2, "I/O threads (queues) per worker; the PS device gets as many queues.");
+ABSL_FLAG(int, workers, 2, "Workers in the job (one rack), 1..32.");
+ABSL_FLAG(int, io_threads, 2,
+          "I/O threads (queues) per worker, 1..16; the PS device gets as many queues.");
 ABSL_FLAG(int, framework_threads, 2,
-          "The framework's own threads driving the PS (each owns queues q with q mod "
-          "framework_threads == its index); also the PS's lock shards.");
-ABSL_FLAG(int64_t, tensor_floats, 100000, "Floats per worker per iteration.");
-ABSL_FLAG(int, iterations, 3, "Aggregations to run.");
+          "The framework's own threads driving the PS, 1..--io_threads (each owns queues q with "
+          "q mod framework_threads == its index); also the PS's lock shards.");
+ABSL_FLAG(int64_t, tensor_floats, 100000, "Floats per worker per iteration, >= 1.");
+ABSL_FLAG(int, iterations, 3, "Aggregations to run, >= 1.");
 
 namespace atp::examples {
 namespace {
@@ -45,7 +45,10 @@ namespace {
 constexpr char kUsage[] =
     "a framework drives ATP's parameter server from its own threads\n"
     "(EmbeddedParameterServer::HandleFrame + a FrameSink), workers aggregate through it,\n"
-    "and every result is verified. Exit status 0 when all results are exact.";
+    "and every result is verified.\n"
+    "Exit status: 0 all results exact; 1 a result was wrong or late; 2 bad flags.";
+
+constexpr char kProgram[] = "embedded-ps";
 
 constexpr uint8_t kJob = 1;
 
@@ -110,25 +113,20 @@ void FrameworkThread(EmbeddedParameterServer& ps, std::vector<transport::Queue*>
 }
 
 int Main(int argc, char** argv) {
-  absl::FlagsUsageConfig config;
-  config.contains_help_flags = [](absl::string_view f) {
-    return absl::StrContains(f, "examples/embedded_ps");
-  };
-  config.contains_helpshort_flags = config.contains_help_flags;
-  absl::SetFlagsUsageConfig(config);
-  absl::SetProgramUsageMessage(kUsage);
-  absl::ParseCommandLine(argc, argv);
+  tool::ParseCommandLineOrExit(argc, argv, kProgram, {"examples/embedded_ps/"}, kUsage);
   const int workers = absl::GetFlag(FLAGS_workers);
+  const int64_t n = absl::GetFlag(FLAGS_tensor_floats);
+  tool::ExitIfBad(kProgram, tool::CheckRange("workers", workers, 1, 32));
+  tool::ExitIfBad(kProgram, tool::CheckRange("io_threads", absl::GetFlag(FLAGS_io_threads), 1, 16));
+  tool::ExitIfBad(kProgram, tool::CheckRange("framework_threads", absl::GetFlag(FLAGS_framework_threads),
+                                             1, absl::GetFlag(FLAGS_io_threads)));
+  tool::ExitIfBad(kProgram, tool::CheckRange("tensor_floats", n, 1, INT64_MAX));
+  tool::ExitIfBad(kProgram, tool::CheckRange("iterations", absl::GetFlag(FLAGS_iterations), 1, INT32_MAX));
+  // Each worker's input and output, the exact aggregate and the oracle's sums.
+  tool::ExitIfBad(kProgram, tool::CheckMemory("tensor_floats", 4.0 * static_cast<double>(n) * (2 * workers + 3),
+                                              absl::StrCat(2 * workers + 3, " tensors of ", n, " floats")));
   const uint32_t io_threads = static_cast<uint32_t>(absl::GetFlag(FLAGS_io_threads));
   const uint32_t framework_threads = static_cast<uint32_t>(absl::GetFlag(FLAGS_framework_threads));
-  const int64_t n = absl::GetFlag(FLAGS_tensor_floats);
-  if (workers < 1 || workers > 32 || io_threads < 1 || io_threads > 16 ||
-      framework_threads < 1 || framework_threads > io_threads || n < 1) {
-    std::fprintf(stderr,
-                 "embedded-ps: needs 1..32 workers, 1..16 io_threads, 1..io_threads "
-                 "framework_threads and tensor_floats >= 1\n");
-    return 2;
-  }
 
   // The network: a plain in-process wire (no switch), one endpoint per node.
   std::shared_ptr<transport::LoopbackWire> wire = transport::LoopbackWire::Create({});
@@ -169,13 +167,24 @@ int Main(int argc, char** argv) {
     for (uint32_t q = t; q < io_threads; q += framework_threads) mine.push_back(&(*ps_device)->queue(q));
     framework.emplace_back(FrameworkThread, std::ref(**ps), std::move(mine), std::cref(stop));
   }
+  // StopFramework: before any return from here on (joinable threads must
+  // not be destroyed).
+  const auto stop_framework = [&] {
+    stop.store(true);
+    for (std::thread& t : framework) t.join();
+    framework.clear();
+  };
 
   // The workers.
   std::vector<std::unique_ptr<transport::Device>> devices;
   std::vector<std::unique_ptr<Worker>> job_workers;
   for (int w = 0; w < workers; ++w) {
     absl::StatusOr<std::unique_ptr<transport::Device>> device = open(0x0A000001 + static_cast<uint32_t>(w));
-    if (!device.ok()) return 1;
+    if (!device.ok()) {
+      std::fprintf(stderr, "embedded-ps: %s\n", std::string(device.status().message()).c_str());
+      stop_framework();
+      return 1;
+    }
     WorkerOptions wo;
     wo.job.job_id = kJob;
     wo.job.layout = job.layout;
@@ -185,6 +194,7 @@ int Main(int argc, char** argv) {
     absl::StatusOr<std::unique_ptr<Worker>> worker = Worker::Create(wo, **device);
     if (!worker.ok()) {
       std::fprintf(stderr, "embedded-ps: %s\n", std::string(worker.status().message()).c_str());
+      stop_framework();
       return 1;
     }
     devices.push_back(*std::move(device));
@@ -203,9 +213,16 @@ int Main(int argc, char** argv) {
     }
     std::vector<Handle> handles;
     for (int w = 0; w < workers; ++w) {
-      handles.push_back(*job_workers[static_cast<size_t>(w)]->PushPull(in[static_cast<size_t>(w)],
-                                                                       out[static_cast<size_t>(w)]));
+      absl::StatusOr<Handle> h = job_workers[static_cast<size_t>(w)]->PushPull(
+          in[static_cast<size_t>(w)], out[static_cast<size_t>(w)]);
+      if (!h.ok()) {
+        std::fprintf(stderr, "embedded-ps: worker %d: %s\n", w, std::string(h.status().message()).c_str());
+        wrong = 1;
+        break;
+      }
+      handles.push_back(*h);
     }
+    if (wrong != 0) break;
     if (!WaitAll(handles, absl::Now() + absl::Seconds(60)).ok()) {
       std::fprintf(stderr, "embedded-ps: iteration %d did not finish\n", it);
       wrong = 1;
@@ -217,8 +234,7 @@ int Main(int argc, char** argv) {
   }
 
   job_workers.clear();  // stop the workers before the framework stops serving them
-  stop.store(true);
-  for (std::thread& t : framework) t.join();
+  stop_framework();
   const ParameterServerStats s = (*ps)->stats();
   std::printf("embedded-ps: %d workers, %u framework threads driving the PS\n", workers,
               framework_threads);

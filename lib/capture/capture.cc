@@ -2,6 +2,7 @@
 #include "atp/capture.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <utility>
 
@@ -34,6 +35,11 @@ absl::Status CaptureOptions::Validate(std::string_view field) const {
   if (::stat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(
         absl::StrCat(f, ".directory: '", directory, "' is not an existing directory"));
+  }
+  // Checked here, not when the first file is created (after a link came up).
+  if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(f, ".directory: '", directory, "' is not writable"));
   }
   if (!ValidName(name)) {
     return absl::InvalidArgumentError(absl::StrCat(

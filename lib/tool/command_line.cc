@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
+#include <set>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -21,6 +23,13 @@
 
 namespace atp::tool {
 namespace {
+
+// GivenFlags: the names of the flags on the command line (underscored,
+// "--noflag" as "flag"), filled by ParseCommandLineOrExit.
+std::set<std::string, std::less<>>& GivenFlags() {
+  static std::set<std::string, std::less<>> given;
+  return given;
+}
 
 class CommandLine {
  public:
@@ -87,10 +96,12 @@ class CommandLine {
         absl::CommandLineFlag* positive = absl::FindCommandLineFlag(name.substr(2));
         if (Own(positive) && positive->IsOfType<bool>()) {
           if (has_value) BadUsage("--" + name + " takes no value");
+          GivenFlags().insert(name.substr(2));
           continue;  // --noflag
         }
       }
       if (!Own(flag)) BadUsage("unknown flag " + typed);
+      GivenFlags().insert(name);
       if (!has_value) {
         if (flag->IsOfType<bool>()) continue;
         if (i + 1 >= args.size()) BadUsage("--" + name + " needs a value");
@@ -122,5 +133,7 @@ void ParseCommandLineOrExit(int argc, char** argv, std::string_view program,
   normalized.push_back(nullptr);
   absl::ParseCommandLine(static_cast<int>(args.size()), normalized.data());
 }
+
+bool FlagGiven(std::string_view name) { return GivenFlags().count(name) > 0; }
 
 }  // namespace atp::tool

@@ -34,6 +34,12 @@ inline constexpr int kExitBadUsage = 2;
 void ParseCommandLineOrExit(int argc, char** argv, std::string_view program,
                             const std::vector<std::string>& flag_sources, std::string_view usage);
 
+// FlagGiven: whether --name (underscored: "tensor_floats") was on the command
+// line that ParseCommandLineOrExit parsed, with any value (--noname counts),
+// as opposed to holding its default. Lets a tool refuse a flag it would
+// ignore (lib/tool/flag_checks.h, RefuseGiven).
+bool FlagGiven(std::string_view name);
+
 }  // namespace atp::tool
 
 #endif  // ATP_LIB_TOOL_COMMAND_LINE_H_

@@ -31,6 +31,8 @@ constexpr size_t kMaxIfaceBytes = 15;        // IFNAMSIZ - 1
 
 bool IsMulticastGroup(wire::Ipv4Address ip) { return (ip.value >> 28) == 0xE; }
 
+bool IsAfPort(PortType type) { return type == PortType::kAfPacket || type == PortType::kAfXdp; }
+
 bool ValidName(absl::string_view name) {
   if (name.empty() || name.size() > kMaxNameBytes) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
@@ -82,12 +84,21 @@ class Parser {
     }
     ATP_ASSIGN_OR_RETURN(YamlField address, top.Require("address"));
     ATP_ASSIGN_OR_RETURN(config_.address, ctx_.Ipv4(address, "address"));
+    if (IsMulticastGroup(config_.address) || config_.address.value == 0 ||
+        config_.address.value == UINT32_MAX) {
+      return ctx_.ErrorAt(address, absl::StrCat("address: ", config_.address.ToString(),
+                                                " is not a unicast host address"));
+    }
     config_.mac = transport::DefaultMacFor(config_.address);
     if (std::optional<YamlField> f = top.Take("mac")) {
       ATP_ASSIGN_OR_RETURN(std::string text, ctx_.String(*f, "mac"));
       absl::StatusOr<wire::MacAddress> mac = wire::MacAddress::Parse(text);
       if (!mac.ok()) {
         return ctx_.ErrorAt(*f, absl::StrCat("mac: '", text, "' is not a MAC (02:00:00:00:00:01)"));
+      }
+      if (mac->IsMulticast()) {
+        return ctx_.ErrorAt(*f, absl::StrCat("mac: '", text,
+                                             "' is a multicast MAC (its first byte is odd)"));
       }
       config_.mac = *mac;
     }
@@ -116,6 +127,7 @@ class Parser {
     if (std::optional<YamlField> f = top.Take("dpdk")) ATP_RETURN_IF_ERROR(ParseDpdk(*f));
     ATP_ASSIGN_OR_RETURN(YamlField ports, top.Require("ports"));
     ATP_RETURN_IF_ERROR(ParsePorts(ports));
+    ATP_RETURN_IF_ERROR(CheckPortsDistinct());
     if (std::optional<YamlField> f = top.Take("routes")) ATP_RETURN_IF_ERROR(ParseRoutes(*f));
     if (std::optional<YamlField> f = top.Take("multicast")) ATP_RETURN_IF_ERROR(ParseMulticast(*f));
     if (std::optional<YamlField> f = top.Take("jobs")) ATP_RETURN_IF_ERROR(ParseJobs(*f));
@@ -131,7 +143,12 @@ class Parser {
       ATP_ASSIGN_OR_RETURN(config_.dpdk.hugepages, ctx_.Bool(*v, "dpdk.hugepages"));
     }
     if (std::optional<YamlField> v = dpdk.Take("log_level")) {
-      ATP_ASSIGN_OR_RETURN(config_.dpdk.log_level, ctx_.String(*v, "dpdk.log_level"));
+      // The EAL's --log-level names (rte_log.h), or their numbers 1..8.
+      const std::vector<absl::string_view> levels = {"emergency", "alert", "critical", "error",
+                                                     "warning",   "notice", "info",    "debug",
+                                                     "1", "2", "3", "4", "5", "6", "7", "8"};
+      ATP_ASSIGN_OR_RETURN(size_t level, ctx_.OneOf(*v, "dpdk.log_level", levels));
+      config_.dpdk.log_level = std::string(levels[level]);
     }
     return dpdk.Finish();
   }
@@ -239,6 +256,72 @@ class Parser {
       }
       ATP_RETURN_IF_ERROR(m.Finish());
       config_.ports.push_back(std::move(port));
+    }
+    return absl::OkStatus();
+  }
+
+  // CheckPortsDistinct: no two ports may open the same resource (a kernel
+  // UDP socket, a memif socket and id, an interface, a NIC), and no kernel
+  // UDP port may send into a socket this switch binds itself (a loop): the
+  // second would fail to open at start, or steal or echo the first one's
+  // frames, so the configuration is refused (blamed on the later port).
+  absl::Status CheckPortsDistinct() const {
+    const auto overlap = [](uint32_t a, uint32_t a_count, uint32_t b, uint32_t b_count) {
+      return a < b + b_count && b < a + a_count;
+    };
+    // Same host address, or one of them is the wildcard 0.0.0.0.
+    const auto same_host = [](wire::Ipv4Address a, wire::Ipv4Address b) {
+      return a == b || a.value == 0 || b.value == 0;
+    };
+    for (size_t i = 0; i < config_.ports.size(); ++i) {
+      const PortConfig& p = config_.ports[i];
+      const std::string field = absl::StrCat("ports[", i, "]");
+      if (p.type == PortType::kKernelUdp) {
+        // Queue q binds bind_port + q and sends to peer_port + q.
+        for (size_t j = 0; j <= i; ++j) {
+          const PortConfig& o = config_.ports[j];
+          if (o.type != PortType::kKernelUdp) continue;
+          if (j < i && same_host(p.bind_ip, o.bind_ip) &&
+              overlap(p.bind_port, p.queues, o.bind_port, o.queues)) {
+            return ctx_.Error(p.line, absl::StrCat(field, ".bind: ", p.bind_ip.ToString(), ":",
+                                                   p.bind_port, "..+", p.queues - 1,
+                                                   " overlaps port '", o.name, "' (line ", o.line,
+                                                   "), which binds ", o.bind_ip.ToString(), ":",
+                                                   o.bind_port, "..+", o.queues - 1));
+          }
+          // p sends into o's sockets, or o into p's.
+          for (const auto& [from, to] : {std::pair<const PortConfig*, const PortConfig*>{&p, &o},
+                                         {&o, &p}}) {
+            if (from->peer_ip == to->bind_ip &&
+                overlap(from->peer_port, from->queues, to->bind_port, to->queues)) {
+              return ctx_.Error(p.line, absl::StrCat(
+                  field, ": port '", from->name, "' would send to ", from->peer_ip.ToString(), ":",
+                  from->peer_port, ", which this switch's port '", to->name,
+                  "' binds itself (a loop; peer is the other side's socket)"));
+            }
+          }
+        }
+      }
+      for (size_t j = 0; j < i; ++j) {
+        const PortConfig& o = config_.ports[j];
+        if (o.type != p.type && !(IsAfPort(o.type) && IsAfPort(p.type))) continue;
+        std::string clash;
+        if (p.type == PortType::kMemif && o.socket == p.socket &&
+            (o.memif_id == p.memif_id || o.role != p.role)) {
+          clash = o.memif_id == p.memif_id
+                      ? absl::StrCat(".socket: '", p.socket, "' id ", p.memif_id)
+                      : absl::StrCat(".socket: '", p.socket, "' as both server and client");
+        } else if (IsAfPort(p.type) && o.iface == p.iface && o.netns == p.netns) {
+          clash = absl::StrCat(".iface: '", p.iface, "'",
+                               p.netns.empty() ? "" : absl::StrCat(" in netns ", p.netns));
+        } else if (p.type == PortType::kPci && o.pci == p.pci) {
+          clash = absl::StrCat(".pci: ", p.pci);
+        }
+        if (!clash.empty()) {
+          return ctx_.Error(p.line, absl::StrCat(field, clash, " is already port '", o.name,
+                                                 "' (line ", o.line, ")"));
+        }
+      }
     }
     return absl::OkStatus();
   }

@@ -26,6 +26,8 @@
 #include "atp/logging.h"
 #include "lib/logging/log.h"
 #include "lib/tool/command_line.h"
+#include "lib/tool/flag_checks.h"
+#include "switch_emulator/pipeline/aggregator.h"
 #include "switch_emulator/daemon/config.h"
 #include "switch_emulator/daemon/port_capture.h"
 #include "switch_emulator/daemon/ports.h"
@@ -47,7 +49,7 @@ ABSL_FLAG(bool, check_config, false,
           "port.");
 ABSL_FLAG(std::string, log_level, "info", "Log level: trace, debug, info, warn, error or off.");
 ABSL_FLAG(int, max_sleep_us, 500,
-          "Longest sleep of the idle datapath thread, microseconds (the latency an idle switch "
+          "Longest sleep of the idle datapath thread, microseconds, 1..1000000 (the latency an idle switch "
           "adds to the first frame after a pause). It spins, then yields, then sleeps.");
 ABSL_FLAG(int, spin_iterations, atp::PollingOptions{}.spin_iterations,
           "Idle rounds the datapath thread spins (no syscall) before it yields; 0 by default, "
@@ -56,8 +58,8 @@ ABSL_FLAG(int, yield_iterations, atp::PollingOptions{}.yield_iterations,
           "Idle rounds the datapath thread yields the CPU (sched_yield) after spinning, before "
           "it sleeps.");
 ABSL_FLAG(int, min_sleep_us, 20,
-          "First sleep of the idle datapath thread, microseconds; each further idle sleep doubles, "
-          "up to --max_sleep_us.");
+          "First sleep of the idle datapath thread, microseconds, 1..--max_sleep_us; each further "
+          "idle sleep doubles, up to --max_sleep_us.");
 ABSL_FLAG(bool, busy_poll, false,
           "The datapath thread never sleeps nor yields (lowest latency; takes a whole core).");
 
@@ -76,6 +78,7 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
 namespace atp::switchd {
 namespace {
 
+constexpr char kProgram[] = "atp-switchd";
 constexpr int kOpenFailedExit = 1;
 // kBadUsageExit: bad flags or a bad configuration.
 constexpr int kBadUsageExit = tool::kExitBadUsage;
@@ -138,9 +141,21 @@ int Main(int argc, char** argv) {
                  absl::GetFlag(FLAGS_log_level).c_str());
     return kBadUsageExit;
   }
-  if (absl::GetFlag(FLAGS_stats_interval_s) < 0 || absl::GetFlag(FLAGS_max_sleep_us) < 1) {
-    std::fprintf(stderr, "atp-switchd: --stats_interval_s must be >= 0 and --max_sleep_us >= 1\n");
-    return kBadUsageExit;
+  tool::ExitIfBad(kProgram, tool::CheckRange("stats_interval_s", absl::GetFlag(FLAGS_stats_interval_s),
+                                              0, INT32_MAX));
+  absl::StatusOr<PollingOptions> polling =
+      tool::PollingFromFlags({.busy_poll = absl::GetFlag(FLAGS_busy_poll),
+                              .spin_iterations = absl::GetFlag(FLAGS_spin_iterations),
+                              .yield_iterations = absl::GetFlag(FLAGS_yield_iterations),
+                              .min_sleep_us = absl::GetFlag(FLAGS_min_sleep_us),
+                              .max_sleep_us = absl::GetFlag(FLAGS_max_sleep_us)});
+  tool::ExitIfBad(kProgram, polling.status());
+  // Checked now: the statistics are written at exit, after the whole run.
+  tool::ExitIfBad(kProgram, tool::CheckWritableFile("stats_json", absl::GetFlag(FLAGS_stats_json)));
+  tool::ExitIfBad(kProgram, tool::CheckMetricsFlags(absl::GetFlag(FLAGS_metrics_port),
+                                                    absl::GetFlag(FLAGS_metrics_address)));
+  if (absl::GetFlag(FLAGS_pcap_dir).empty()) {
+    tool::ExitIfBad(kProgram, tool::RefuseGiven({"pcap_max_file_mb", "pcap_max_files"}, "only with --pcap_dir"));
   }
   const std::string config_path = absl::GetFlag(FLAGS_config);
   if (config_path.empty()) {
@@ -149,6 +164,16 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<SwitchdConfig> config = LoadSwitchdConfig(config_path);
   if (!config.ok()) BadConfig(config.status());
+  // The aggregator array is allocated whole at start.
+  const double array_bytes = static_cast<double>(config->aggregators) *
+                             (sizeof(switch_emulator::AggregatorState) +
+                              sizeof(switch_emulator::AggregatorValues));
+  if (tool::PhysicalMemoryBytes() > 0 && array_bytes > tool::PhysicalMemoryBytes() / 2) {
+    BadConfig(absl::InvalidArgumentError(absl::StrCat(
+        config_path, ": aggregators: ", config->aggregators, " need ",
+        static_cast<int64_t>(array_bytes / (1 << 20)), " MiB, more than half of this machine's ",
+        static_cast<int64_t>(tool::PhysicalMemoryBytes() / (1 << 20)), " MiB")));
+  }
 
   SwitchDaemonOptions options;
   options.name = config->name;
@@ -172,7 +197,6 @@ int Main(int argc, char** argv) {
   metrics.port = absl::GetFlag(FLAGS_metrics_port);
   metrics.address = absl::GetFlag(FLAGS_metrics_address);
   if (metrics.port != -1) {
-    if (absl::Status s = metrics.Validate("--metrics"); !s.ok()) BadConfig(s);
     if (!MetricsAvailable()) {
       BadConfig(absl::FailedPreconditionError(
           "atp-switchd: --metrics_port: this build has no prometheus-cpp (prometheus-cpp-dev)"));
@@ -205,18 +229,7 @@ int Main(int argc, char** argv) {
   for (size_t i = 0; i < config->ports.size(); ++i) {
     daemon_ports.push_back({config->ports[i].name, ports->devices[i].get()});
   }
-  if (absl::GetFlag(FLAGS_busy_poll)) {
-    options.polling = PollingOptions::BusyPolling();
-  } else {
-    options.polling.spin_iterations =
-        static_cast<uint32_t>(std::max(absl::GetFlag(FLAGS_spin_iterations), 0));
-    options.polling.yield_iterations =
-        static_cast<uint32_t>(std::max(absl::GetFlag(FLAGS_yield_iterations), 0));
-    options.polling.max_sleep = absl::Microseconds(absl::GetFlag(FLAGS_max_sleep_us));
-    options.polling.min_sleep =
-        std::min(absl::Microseconds(std::max(absl::GetFlag(FLAGS_min_sleep_us), 1)),
-                 options.polling.max_sleep);
-  }
+  options.polling = *polling;
   if (ports->dpdk) {
     options.on_thread_start = DpdkThreadStartHook();
     options.on_thread_stop = DpdkThreadStopHook();

@@ -186,6 +186,14 @@ TEST(BuildEndpointTest, BadFlagsNameTheFlag) {
       {"--address", [](EndpointFlags& f) { f.address = "10.1.1"; }},
       {"--address", [](EndpointFlags& f) { f.address = "239.1.0.1"; }},
       {"--ps_address", [](EndpointFlags& f) { f.ps_address = "ps.example"; }},
+      // Not a host address, or another node's: frames would go astray.
+      {"--address", [](EndpointFlags& f) { f.address = "0.0.0.0"; }},
+      {"--address", [](EndpointFlags& f) { f.address = "10.1.0.2"; }},    // worker 1's
+      {"--address", [](EndpointFlags& f) { f.address = "10.1.200.1"; }},  // the PS's
+      {"--ps_address", [](EndpointFlags& f) { f.ps_address = "10.1.0.1"; }},  // worker 0's
+      // Capture sizes without a capture would be ignored.
+      {"--pcap_max_files", [](EndpointFlags& f) { f.pcap_max_files = 3; }},
+      {"--pcap_max_file_mb", [](EndpointFlags& f) { f.pcap_max_file_mb = 8; }},
       {"--group", [](EndpointFlags& f) { f.group = "10.0.0.1"; }},
       {"--transport", [](EndpointFlags& f) { f.transport = "carrier-pigeon"; }},
       {"--transport", [](EndpointFlags& f) { f.transport = "loopback"; }},
@@ -210,6 +218,13 @@ TEST(BuildEndpointTest, BadFlagsNameTheFlag) {
       {"--netns", [](EndpointFlags& f) { f.netns = "ns0"; }},
       {"--dpdk_memory_mb", [](EndpointFlags& f) { f.dpdk_memory_mb = 8; }},
       {"--udp_bind", [](EndpointFlags& f) { f.udp_bind = "127.0.0.1:47000"; }},
+      // Flags of another kind of port would be ignored.
+      {"--memif_id", [](EndpointFlags& f) {
+         f.dpdk_port = "pci"; f.pci = "0000:3b:00.0"; f.memif_socket.clear(); f.memif_id = 3; }},
+      {"--memif_role", [](EndpointFlags& f) {
+         f.dpdk_port = "pci"; f.pci = "0000:3b:00.0"; f.memif_socket.clear(); f.memif_role = "server"; }},
+      {"--iface", [](EndpointFlags& f) { f.iface = "eth0"; }},
+      {"--pci", [](EndpointFlags& f) { f.pci = "0000:3b:00.0"; }},
   };
   for (const Case& c : dpdk_cases) {
     EndpointFlags f = good;
@@ -251,6 +266,16 @@ TEST(BuildEndpointTest, KernelUdpOverlay) {
               StartsWith("--udp_gateway:"));
   EXPECT_THAT(error([](EndpointFlags& g) { g.memif_socket = "/tmp/x.sock"; }),
               StartsWith("--memif_socket:"));
+  // The gateway on one of this node's own sockets (2 queues: 47010, 47011).
+  EXPECT_THAT(error([](EndpointFlags& g) { g.udp_gateway = "127.0.0.1:47011"; }),
+              StartsWith("--udp_gateway:"));
+  EXPECT_THAT(error([](EndpointFlags& g) { g.udp_gateway = "127.0.0.1:47009"; }),
+              StartsWith("--udp_gateway:"));
+  EXPECT_EQ(error([](EndpointFlags& g) { g.udp_gateway = "127.0.0.1:47012"; }), "");
+  // DPDK's flags would be ignored.
+  EXPECT_THAT(error([](EndpointFlags& g) { g.dpdk_memory_mb = 512; }), StartsWith("--dpdk_memory_mb:"));
+  EXPECT_THAT(error([](EndpointFlags& g) { g.memif_role = "server"; }), StartsWith("--memif_role:"));
+  EXPECT_THAT(error([](EndpointFlags& g) { g.dpdk_port = "pci"; }), StartsWith("--dpdk_port:"));
 }
 
 TEST(InputsTest, ExactSumsForEveryJobSize) {

@@ -193,6 +193,59 @@ TEST(SwitchdConfigTest, BadAddresses) {
             At(5) + "ports[1].pci: '3b:00.0' is not a PCI address (0000:3b:00.0)");
 }
 
+// Two ports on one resource would fail to open at start (or share it
+// silently), and a kernel UDP port sending into this switch's own socket is
+// a loop: refused, blamed on the later port.
+TEST(SwitchdConfigTest, PortsOpenDistinctResources) {
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /tmp/a.sock}\n")),
+            At(5) + "ports[1].socket: '/tmp/a.sock' id 0 is already port 'a' (line 4)");
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /tmp/a.sock, id: 1, role: client}\n")),
+            At(5) + "ports[1].socket: '/tmp/a.sock' as both server and client is already port 'a' "
+                    "(line 4)");
+  // One server socket may carry several interfaces (ids).
+  EXPECT_TRUE(ParseSwitchdConfig(Minimal("  - {name: b, type: memif, socket: /tmp/a.sock, id: 1}\n"),
+                                 kPath).ok());
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: af_packet, iface: e0}\n"
+                            "  - {name: c, type: af_xdp, iface: e0}\n")),
+            At(6) + "ports[2].iface: 'e0' is already port 'b' (line 5)");
+  EXPECT_TRUE(ParseSwitchdConfig(Minimal("  - {name: b, type: af_packet, iface: e0}\n"
+                                         "  - {name: c, type: af_packet, iface: e0, netns: n1}\n"),
+                                 kPath).ok());
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: pci, pci: '0000:3b:00.0'}\n"
+                            "  - {name: c, type: pci, pci: '0000:3b:00.0'}\n")),
+            At(6) + "ports[2].pci: 0000:3b:00.0 is already port 'b' (line 5)");
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: kernel_udp, queues: 2, bind: '127.0.0.1:1000', peer: '127.0.0.1:2000'}\n"
+                            "  - {name: c, type: kernel_udp, bind: '0.0.0.0:1001', peer: '127.0.0.1:3000'}\n")),
+            At(6) + "ports[2].bind: 0.0.0.0:1001..+0 overlaps port 'b' (line 5), which binds "
+                    "127.0.0.1:1000..+1");
+  EXPECT_TRUE(ParseSwitchdConfig(
+                  Minimal("  - {name: b, type: kernel_udp, queues: 2, bind: '127.0.0.1:1000', peer: '127.0.0.1:2000'}\n"
+                          "  - {name: c, type: kernel_udp, bind: '127.0.0.2:1000', peer: '127.0.0.1:3000'}\n"),
+                  kPath)
+                  .ok());
+  EXPECT_THAT(ErrorOf(Minimal("  - {name: b, type: kernel_udp, bind: '127.0.0.1:1000', peer: '127.0.0.1:1000'}\n")),
+              StartsWith(At(5) + "ports[1]: port 'b' would send to 127.0.0.1:1000, which this "
+                                 "switch's port 'b' binds itself (a loop"));
+  EXPECT_THAT(ErrorOf(Minimal("  - {name: b, type: kernel_udp, bind: '127.0.0.1:1000', peer: '127.0.0.1:2000'}\n"
+                              "  - {name: c, type: kernel_udp, bind: '127.0.0.1:2000', peer: '127.0.0.1:3000'}\n")),
+              StartsWith(At(6) + "ports[2]: port 'b' would send to 127.0.0.1:2000, which this "
+                                 "switch's port 'c' binds itself"));
+}
+
+TEST(SwitchdConfigTest, SwitchAddressAndDpdkLogLevel) {
+  EXPECT_EQ(ErrorOf("name: s\naddress: 239.0.0.1\nports: []\n"),
+            At(2) + "address: 239.0.0.1 is not a unicast host address");
+  EXPECT_EQ(ErrorOf("name: s\naddress: 0.0.0.0\nports: []\n"),
+            At(2) + "address: 0.0.0.0 is not a unicast host address");
+  EXPECT_EQ(ErrorOf(Minimal("mac: '01:00:5e:00:00:01'\n")),
+            At(5) + "mac: '01:00:5e:00:00:01' is a multicast MAC (its first byte is odd)");
+  EXPECT_THAT(ErrorOf(Minimal("dpdk: {log_level: loud}\n")),
+              StartsWith(At(5) + "dpdk.log_level: expected one of emergency, alert"));
+  absl::StatusOr<SwitchdConfig> config = ParseSwitchdConfig(Minimal("dpdk: {log_level: '7'}\n"), kPath);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->dpdk.log_level, "7");
+}
+
 TEST(SwitchdConfigTest, PortNames) {
   EXPECT_EQ(ErrorOf(Minimal("  - {name: a, type: memif, socket: /b}\n")),
             At(5) + "ports[1].name: duplicate port name 'a' (first on line 4)");

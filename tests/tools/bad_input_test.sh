@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# tests/tools/bad_input_test.sh: every tool refuses bad input with exit status
+# 2 and a message naming the flag (or the configuration field), before it
+# opens a device or allocates anything large; never a crash (bad_alloc,
+# abort), a late failure after the run, or a silent acceptance. Each case
+# runs the tool once with a timeout; a tool that accepted the input would
+# start running and be stopped by it (status 124): a failure here.
+#   bad_input_test.sh HAVE_DPDK(0|1) TOOL_PATH...
+#     the paths of atp-throughput, atp-ps, atp-ping, atp-sim, embedded-ps and
+#     atp-switchd (each found by its file name).
+set -uo pipefail
+have_dpdk="$1"
+shift
+declare -A path
+for p in "$@"; do path[$(basename "$p")]="$p"; done
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0 cases=0
+
+# expect MESSAGE TOOL ARGS...: TOOL ARGS exits 2 and its stderr contains MESSAGE.
+expect() {
+  local message="$1" tool="$2"
+  shift 2
+  cases=$((cases + 1))
+  local rc=0
+  timeout 20 "${path[$tool]}" "$@" >"$dir/out" 2>"$dir/err" </dev/null || rc=$?
+  if [[ $rc -ne 2 ]] || ! grep -qF -- "$message" "$dir/err"; then
+    failures=$((failures + 1))
+    echo "FAIL: $tool $* -> exit $rc (want 2 and '$message'); stderr:"
+    sed 's/^/    /' "$dir/err" | head -n 5
+  fi
+}
+
+# A worker and a PS over the kernel UDP overlay (no DPDK needed); nothing
+# listens there, and every case below must stop before it sends anything.
+worker=(--role=worker --rank=0 --transport=kernel_udp --udp_bind=127.0.0.1:47000
+        --udp_gateway=127.0.0.1:47100)
+ps=(--transport=kernel_udp --udp_bind=127.0.0.1:47200 --udp_gateway=127.0.0.1:47100)
+
+# --- atp-throughput, the in-process job (--role=cluster)
+expect "--tensor_floats" atp-throughput --tensor_floats=40000000000
+expect "--tensor_floats" atp-throughput --tensor_floats=0
+expect "--iterations" atp-throughput --iterations=0
+expect "--max_sleep_us" atp-throughput --max_sleep_us=0
+expect "--min_sleep_us" atp-throughput --min_sleep_us=2000 --max_sleep_us=1000
+expect "--spin_iterations" atp-throughput --spin_iterations=-1
+expect "--spin_iterations" atp-throughput --busy_poll --spin_iterations=5
+expect "--rto_floor_us" atp-throughput --rto_floor_us=0
+expect "--io_threads" atp-throughput --io_threads=-1
+expect "--slots" atp-throughput --slots=100
+expect "--window" atp-throughput --window=300
+expect "--loss" atp-throughput --loss=1
+expect "--loss" atp-throughput --transport=kernel_udp --loss=0.1
+expect "--switches" atp-throughput --transport=kernel_udp --switches=single
+expect "--seed" atp-throughput --seed=2
+expect "--deadline_s" atp-throughput --deadline_s=5
+expect "--udp_bind" atp-throughput --udp_bind=127.0.0.1:47000
+expect "--pcap_dir" atp-throughput --pcap_dir="$dir"
+# --- atp-throughput --role=worker
+expect "--slots" atp-throughput "${worker[@]}" --slots=64
+expect "--window" atp-throughput "${worker[@]}" --window=10
+expect "--workers" atp-throughput "${worker[@]}" --workers=4
+expect "--tensor_floats" atp-throughput "${worker[@]}" --tensor_floats=40000000000
+expect "--rto_floor_us" atp-throughput "${worker[@]}" --rto_floor_us=0
+expect "--max_sleep_us" atp-throughput "${worker[@]}" --max_sleep_us=0
+expect "--pcap_max_files" atp-throughput "${worker[@]}" --pcap_max_files=3
+expect "--pcap_dir" atp-throughput "${worker[@]}" --pcap_dir=/nonexistent-atp-dir
+expect "--udp_gateway" atp-throughput --role=worker --rank=0 --transport=kernel_udp \
+  --udp_bind=127.0.0.1:47000 --udp_gateway=127.0.0.1:47000
+expect "--address" atp-throughput "${worker[@]}" --address=10.1.200.1
+expect "--address" atp-throughput "${worker[@]}" --address=0.0.0.0
+expect "--address" atp-throughput "${worker[@]}" --address=10.1.0.2
+expect "--dpdk_memory_mb" atp-throughput "${worker[@]}" --dpdk_memory_mb=512
+expect "--memif_role" atp-throughput "${worker[@]}" --memif_role=server
+if [[ "$have_dpdk" == 1 ]]; then
+  expect "--memif_id" atp-throughput --role=worker --rank=0 --dpdk_port=pci --pci=0000:3b:00.0 --memif_id=3
+  expect "--iface" atp-throughput --role=worker --rank=0 --memif_socket=/tmp/x.sock --iface=eth0
+  expect "--pci" atp-throughput --role=worker --rank=0 --memif_socket=/tmp/x.sock --pci=0000:3b:00.0
+fi
+
+# --- atp-ps
+expect "--stats_json" atp-ps "${ps[@]}" --stats_json=/nonexistent-atp-dir/ps.json
+expect "--stats_json" atp-ps "${ps[@]}" --stats_json="$dir"
+expect "--stats_json" atp-ps "${ps[@]}" --stats_json=/proc/version/ps.json
+expect "--metrics_port" atp-ps "${ps[@]}" --metrics_port=70000
+expect "--metrics_address" atp-ps "${ps[@]}" --metrics_address=0.0.0.0
+expect "--metrics_address" atp-ps "${ps[@]}" --metrics_port=0 --metrics_address=localhost
+expect "--rto_floor_us" atp-ps "${ps[@]}" --rto_floor_us=500
+expect "--max_sleep_us" atp-ps "${ps[@]}" --max_sleep_us=0
+expect "--address" atp-ps "${ps[@]}" --address=10.1.200.1 --ps_address=10.1.200.2
+expect "--ps_address" atp-ps "${ps[@]}" --ps_address=239.1.0.1
+expect "--pcap_max_file_mb" atp-ps "${ps[@]}" --pcap_max_file_mb=8
+
+# --- atp-switchd (flags, then its YAML; --check_config opens no port)
+good="$dir/good.yaml"
+cat >"$good" <<'YAML'
+name: tor0
+address: 10.255.0.1
+ports:
+  - {name: a, type: kernel_udp, bind: "127.0.0.1:47300", peer: "127.0.0.1:47400"}
+YAML
+expect "--stats_json" atp-switchd --config="$good" --stats_json=/nonexistent-atp-dir/s.json
+expect "--stats_interval_s" atp-switchd --config="$good" --stats_interval_s=-1
+expect "--max_sleep_us" atp-switchd --config="$good" --max_sleep_us=0
+expect "--min_sleep_us" atp-switchd --config="$good" --min_sleep_us=-5
+expect "--max_sleep_us" atp-switchd --config="$good" --busy_poll --max_sleep_us=10
+expect "--pcap_max_files" atp-switchd --config="$good" --pcap_max_files=2
+expect "--pcap_dir" atp-switchd --config="$good" --pcap_dir=/nonexistent-atp-dir
+expect "--metrics_address" atp-switchd --config="$good" --metrics_address=0.0.0.0
+expect "--metrics_port" atp-switchd --config="$good" --metrics_port=-2
+# yaml NAME MESSAGE BODY: a configuration that --check_config refuses.
+yaml() {
+  printf '%s' "$3" >"$dir/$1.yaml"
+  expect "$2" atp-switchd --config="$dir/$1.yaml" --check_config
+}
+head='name: tor0
+address: 10.255.0.1
+'
+yaml same_bind "overlaps port 'a'" "${head}ports:
+  - {name: a, type: kernel_udp, bind: \"127.0.0.1:47000\", peer: \"127.0.0.1:47100\"}
+  - {name: b, type: kernel_udp, bind: \"127.0.0.1:47000\", peer: \"127.0.0.1:47200\"}
+"
+yaml wildcard_bind "overlaps port 'a'" "${head}ports:
+  - {name: a, type: kernel_udp, queues: 4, bind: \"127.0.0.1:47000\", peer: \"127.0.0.1:47100\"}
+  - {name: b, type: kernel_udp, bind: \"0.0.0.0:47003\", peer: \"127.0.0.1:47200\"}
+"
+yaml udp_loop "a loop" "${head}ports:
+  - {name: a, type: kernel_udp, bind: \"127.0.0.1:47000\", peer: \"127.0.0.1:47000\"}
+"
+yaml memif_twice "is already port 'a'" "${head}ports:
+  - {name: a, type: memif, socket: /tmp/atp-x.sock}
+  - {name: b, type: memif, socket: /tmp/atp-x.sock}
+"
+yaml memif_both_roles "as both server and client" "${head}ports:
+  - {name: a, type: memif, socket: /tmp/atp-x.sock, id: 0}
+  - {name: b, type: memif, socket: /tmp/atp-x.sock, id: 1, role: client}
+"
+yaml iface_twice "is already port 'a'" "${head}ports:
+  - {name: a, type: af_packet, iface: eth9}
+  - {name: b, type: af_xdp, iface: eth9}
+"
+yaml pci_twice "is already port 'a'" "${head}ports:
+  - {name: a, type: pci, pci: \"0000:3b:00.0\"}
+  - {name: b, type: pci, pci: \"0000:3b:00.0\"}
+"
+yaml multicast_address "address: 239.1.1.1 is not a unicast" "name: tor0
+address: 239.1.1.1
+ports: [{name: a, type: memif, socket: /tmp/atp-x.sock}]
+"
+yaml multicast_mac "is a multicast MAC" "${head}mac: \"01:00:5e:00:00:01\"
+ports: [{name: a, type: memif, socket: /tmp/atp-x.sock}]
+"
+yaml log_level "dpdk.log_level" "${head}dpdk: {log_level: loud}
+ports: [{name: a, type: memif, socket: /tmp/atp-x.sock}]
+"
+
+# --- atp-ping
+expect "--count" atp-ping --count=0
+expect "--warmup" atp-ping --warmup=2147483647
+expect "--values" atp-ping --values=2000000000
+expect "--values" atp-ping --count=10000000 --values=10000000
+expect "--rto_floor_us" atp-ping --rto_floor_us=-1
+expect "--switches" atp-ping --transport=kernel_udp --switches=single
+
+# --- atp-sim
+expect "--workers" atp-sim --scenario=loss-sweep --workers=8
+expect "--scale" atp-sim --scale=small
+expect "--pcap_links" atp-sim --pcap_links=tor_to_ps
+expect "--plot_interval_us" atp-sim --plot_interval_us=5
+expect "--plot_interval_us" atp-sim --plot="$dir/p.svg" --plot_interval_us=inf
+expect "--plot_interval_us" atp-sim --plot="$dir/p.svg" --plot_interval_us=1e-9
+expect "--plot" atp-sim --plot=/nonexistent-atp-dir/x.png
+expect "--reorder_delay_us" atp-sim --reorder_delay_us=5
+
+# --- embedded-ps
+expect "--tensor_floats" embedded-ps --tensor_floats=40000000000
+expect "--no_such_flag" embedded-ps --no_such_flag=1
+expect "--iterations" embedded-ps --iterations=0
+expect "--framework_threads" embedded-ps --framework_threads=3 --io_threads=2
+
+echo "$((cases - failures)) of $cases bad inputs refused with exit 2 naming the flag"
+[[ $failures -eq 0 ]]
