@@ -21,7 +21,7 @@
 #include "absl/time/time.h"
 #include "atp/worker.h"
 #include "examples/atp_throughput/example_cluster.h"
-#include "lib/runtime/testbed/oracle.h"
+#include "testbed/oracle.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(int, workers, 2, "Workers in the job (all ping together: ATP aggregates).");

@@ -29,7 +29,7 @@
 #include "atp/transport/frame_pool.h"
 #include "atp/transport/loopback.h"
 #include "atp/worker.h"
-#include "lib/runtime/testbed/oracle.h"
+#include "testbed/oracle.h"
 
 ABSL_FLAG(int, workers, 2, "Workers in the job (one rack).");
 ABSL_FLAG(int, io_threads, 2, "I/O threads (queues) per worker; the PS device gets as many queues.");

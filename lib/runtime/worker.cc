@@ -8,7 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "atp/status_macros.h"
 #include "atp/worker.h"
-#include "lib/runtime/worker_config.h"
+#include "lib/host/worker_config.h"
 #include "lib/runtime/worker_impl.h"
 
 namespace atp::internal {

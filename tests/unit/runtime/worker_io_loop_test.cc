@@ -2,7 +2,7 @@
 // (a transport that answers instantly): frames carry the right addresses and
 // ports, results are exact, back-pressure loses nothing, rejects are counted,
 // and an abandoned piece finishes its operation.
-#include "lib/runtime/worker_io_loop.h"
+#include "lib/host/worker_io_loop.h"
 
 #include <cstdint>
 #include <limits>
@@ -12,9 +12,9 @@
 #include "atp/quantize.h"
 #include "atp/wire.h"
 #include "gtest/gtest.h"
-#include "lib/runtime/clock.h"
-#include "lib/runtime/testbed/reflector_queue.h"
-#include "lib/runtime/worker_config.h"
+#include "lib/host/clock.h"
+#include "testbed/reflector_queue.h"
+#include "lib/host/worker_config.h"
 
 namespace atp::runtime {
 namespace {
