@@ -169,7 +169,7 @@ ExperimentResult Experiment::Run() {
                          config_.workload.iterations / seconds / 1e9;
       }
     }
-    r.frames_into_ps = job.ps->counters().frames_received;
+    r.frames_into_ps = job.ps->statistics().frames_received;
     r.ps_param_sent = job.ps->engine().counters().param_sent;
     r.collisions = job.ps->engine().counters().collisions_rehashed;
     r.overflows = job.ps->engine().counters().overflows;
@@ -199,16 +199,21 @@ ExperimentResult Experiment::Run() {
     for (const auto& filter : link->filters()) result.filter_actions += filter->affected();
   }
   for (const auto& w : network_->mutable_workers()) {
-    result.endpoint_decode_errors += w->counters().decode_errors;
+    result.endpoint_decode_errors += w->decode_errors();
   }
   for (const auto& ps : network_->mutable_ps()) {
-    result.endpoint_decode_errors += ps->counters().decode_errors;
+    result.endpoint_decode_errors += ps->statistics().decode_errors;
   }
   for (int p = 0; p < network_->rack_count(); ++p) {
     result.switch_malformed += network_->tor(p)->pipeline().counters().malformed;
     result.aggregators_in_use_at_end += network_->tor(p)->pipeline().aggregators_in_use();
   }
-  result.packets_outstanding_at_end = network_->pool().outstanding();
+  // Frames the worker hosts keep for their next sends are not in flight.
+  uint64_t kept_by_hosts = 0;
+  for (size_t j = 0; j < network_->job_count(); ++j) {
+    for (const WorkerNode* w : network_->job(j).workers) kept_by_hosts += w->spare_tx_frames();
+  }
+  result.packets_outstanding_at_end = network_->pool().outstanding() - kept_by_hosts;
   return result;
 }
 

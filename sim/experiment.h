@@ -98,7 +98,9 @@ struct ExperimentResult {
   uint64_t endpoint_decode_errors = 0;
   uint64_t switch_malformed = 0;
   uint64_t aggregators_in_use_at_end = 0;  // all switches, after settling
-  uint64_t packets_outstanding_at_end = 0;  // frames still in flight or held
+  // packets_outstanding_at_end: frames still in flight or held, not counting
+  // the worker hosts' spare TX frames (allocated for their next sends).
+  uint64_t packets_outstanding_at_end = 0;
 };
 
 class Experiment {

@@ -1,13 +1,13 @@
-// sim/ps_node.h: a parameter-server host: the real PsEngine behind one
-// NIC (port 0). Gradients that arrive are decoded and handed to the engine;
-// the parameter packets it emits are multicast to the job's group address.
-// A gradient that arrives with IPv4 CE (marked by a switch that does not
-// speak ATP) is handed over with the ATP `ecn` flag set, so congestion seen
-// anywhere on the way up reaches every worker in the parameter packet.
-// While the engine holds partial state it also scans for orphans (state of
-// dead or aborted jobs, PsConfig::orphan_timeout) every quarter of the orphan
-// timeout, as the runtime PS's idle loop does, so that it is freed even when
-// no more frames arrive.
+// sim/ps_node.h: a parameter server in the simulator: the product's PS host
+// (lib/host/ps_io_loop.h over lib/host/ps_shard.h, what atp-ps and every
+// ParameterServer thread run) behind one simulated NIC (port 0, a SimPort).
+//
+// The node only adapts the simulator to the host: a frame that arrives is
+// delivered to the SimPort and the host steps at once; the node wakes itself
+// at the deadline the step returns (the host's orphan scans while it holds
+// partial state, a retry of frames the NIC still held). Decoding, CE to the
+// ATP ecn bit, the multicast of parameter packets to the job's group
+// (GroupIp(job)) and the orphan-scan cadence are all the host's.
 #ifndef ATP_SIM_PS_NODE_H_
 #define ATP_SIM_PS_NODE_H_
 
@@ -16,65 +16,44 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "atp/wire.h"
-#include "lib/protocol/message_sink.h"
+#include "atp/parameter_server.h"
+#include "lib/host/ps_io_loop.h"
+#include "lib/ps/ps_config.h"
 #include "lib/ps/ps_engine.h"
 #include "sim/node.h"
+#include "sim/sim_port.h"
 #include "sim/simulator.h"
 
 namespace atp::sim {
 
-struct PsNodeCounters {
-  uint64_t frames_received = 0;  // every frame that reached the PS ("frames into the PS")
-  uint64_t decode_errors = 0;    // frames DecodeFrame rejected
-  uint64_t frames_sent = 0;      // parameter packets and overflow requests
-  uint64_t ce_to_ecn = 0;        // gradients whose CE mark became the `ecn` flag
-  uint64_t orphan_scans = 0;     // idle orphan scans run
-};
-
 class PsNode : public Node, public Actor {
  public:
-  // Create: builds the engine from `config` (the jobs it serves). Parameter
-  // packets of job j go to GroupIp(j). `sim` and `pool` outlive the node.
+  // Create: builds the host and its engine from `config` (the jobs it
+  // serves). Parameter packets of job j go to GroupIp(j). `sim` and `pool`
+  // outlive the node. Connect port 0 (the NIC) before frames arrive.
   static absl::StatusOr<std::unique_ptr<PsNode>> Create(std::string name, Simulator* sim,
                                                         PacketPool* pool, ps::PsConfig config,
                                                         uint32_t ip, uint16_t base_port);
   ~PsNode() override;
 
-  const ps::PsEngine& engine() const { return engine_; }
-  const PsNodeCounters& counters() const { return counters_; }
+  const ps::PsEngine& engine() const { return loop_->shard().engine(); }
+  // statistics: the host's counters now (frames_received: every frame that
+  // reached the PS; decode_errors; frames_sent; ce_to_ecn; ...).
+  ParameterServerStats statistics() const;
   uint32_t ip() const { return ip_; }
 
   void Receive(PacketPtr packet, int port, TimePoint now) override;
-  // Act: the periodic orphan scan (a full pass).
+  // Act: a step at the deadline the last one returned.
   void Act(TimePoint now) override;
 
  private:
-  // Sink: encodes the engine's messages into frames on the NIC.
-  class Sink : public protocol::MessageSink {
-   public:
-    explicit Sink(PsNode* node) : node_(node) {}
-    void Send(const wire::AtpMessage& message) override;
-
-   private:
-    PsNode* node_;
-  };
-
-  PsNode(std::string name, Simulator* sim, PacketPool* pool, ps::PsEngine engine,
-         TimeDelta scan_period, uint32_t ip, uint16_t base_port);
-  void MaybeScheduleScan(TimePoint now);
+  PsNode(std::string name, Simulator* sim, PacketPool* pool, uint32_t ip, uint16_t base_port);
+  void Step(TimePoint now);
 
   Simulator* sim_;
-  PacketPool* pool_;
-  ps::PsEngine engine_;
   uint32_t ip_;
-  uint16_t base_port_;
-  TimeDelta scan_period_;
-  Sink sink_{this};
-  wire::FrameFields tx_fields_;
-  wire::FrameFields rx_fields_;
-  wire::AtpMessage rx_message_;
-  PsNodeCounters counters_;
+  SimPort nic_;
+  std::unique_ptr<runtime::PsIoLoop> loop_;
 };
 
 }  // namespace atp::sim

@@ -30,8 +30,13 @@ void PacketFramePool::FreeBurst(std::span<const transport::FrameRef> frames) {
 }
 
 SimPort::SimPort(PacketPool* pool, Link* egress, const transport::DeviceAddress& address,
-                 uint16_t base_port)
-    : frames_(pool), egress_(egress), address_(address), base_port_(base_port) {
+                 uint16_t base_port, uint32_t queue, TxMode tx_mode)
+    : frames_(pool),
+      egress_(egress),
+      address_(address),
+      base_port_(base_port),
+      queue_(queue),
+      tx_mode_(tx_mode) {
   capabilities_.max_burst = 32;
   capabilities_.tx_segmentation = transport::TxSegmentation::kSoftware;
   capabilities_.steering = transport::Steering::kDirect;
@@ -55,7 +60,17 @@ void SimPort::Send(PacketPtr packet) {
   egress_->Send(std::move(packet));  // a full queue drops it (the link counts tail drops)
 }
 
-size_t SimPort::TxBurst(std::span<const transport::FrameRef> frames) {
+size_t SimPort::Room(size_t offered) {
+  if (tx_mode_ == TxMode::kTailDrop) return offered;
+  const size_t room = egress_->FreeSlots();
+  if (room >= offered) return offered;
+  refused_ = true;
+  ++stats_.tx_backpressure;
+  return room;
+}
+
+size_t SimPort::TxBurst(std::span<const transport::FrameRef> all_frames) {
+  const std::span<const transport::FrameRef> frames = all_frames.first(Room(all_frames.size()));
   for (const transport::FrameRef& frame : frames) {
     if (frame.pool == &frames_ && frame.length == wire::kFrameBytes) {
       Send(frames_.Unwrap(frame));
@@ -81,15 +96,16 @@ size_t SimPort::TxSegmented(const transport::SegmentationJob& job) {
     stats_.tx_bad_frames += job.size();
     return job.size();
   }
-  for (size_t i = 0; i < job.size(); ++i) {
+  const size_t n = Room(job.size());
+  for (size_t i = 0; i < n; ++i) {
     transport::FrameRef frame;
     frames_.AllocBurst({&frame, 1});
     transport::WriteSegmentFrame(job, i, std::span<uint8_t, wire::kFrameBytes>(frame.data, wire::kFrameBytes));
     frame.length = wire::kFrameBytes;
     Send(frames_.Unwrap(frame));
   }
-  if (job.size() > 0) ++stats_.tx_segmentation_jobs;
-  return job.size();
+  if (n > 0) ++stats_.tx_segmentation_jobs;
+  return n;
 }
 
 }  // namespace atp::sim

@@ -3,11 +3,16 @@
 // unchanged: the simulator swaps only the medium, as quiche's simulator runs
 // the real connection and swaps only its packet writer.
 //
-// A SimPort has one queue. Frames a node's Receive gets on the port are
-// Deliver()ed to it and come out of RxBurst; TxBurst puts frames on the
-// port's Link (tail drop and filters apply there); Flush answers the link's
-// queue depth (frames waiting or on the wire), which is what a switch host
-// compares with its ECN threshold. Frames are the simulator's Packets: a
+// A SimPort is one queue of a device. Frames a node's Receive gets on the port
+// are Deliver()ed to it and come out of RxBurst; TxBurst puts frames on the
+// port's Link; Flush answers the link's queue depth (frames waiting or on the
+// wire), which is what a switch host compares with its ECN threshold. A
+// switch port sends every frame and the link tail-drops what its queue has no
+// room for (TxMode::kTailDrop); a host's NIC queue takes only what the link's
+// queue has room for and reports the rest as not taken, as a full TX ring does
+// (TxMode::kBackpressure), so a host never drops its own frames. Several
+// SimPorts (queues 0..n-1 of a worker's NIC) may share one link. Frames are
+// the simulator's Packets: a
 // FrameRef's handle is its Packet*, and both pools of the queue are a
 // PacketFramePool over the simulation's PacketPool.
 //
@@ -53,10 +58,25 @@ class PacketFramePool final : public transport::FramePool {
 
 class SimPort final : public transport::Device, public transport::Queue {
  public:
-  // `pool` and `egress` (the Link the port sends on) outlive the port.
+  enum class TxMode : uint8_t { kTailDrop, kBackpressure };
+
+  // `pool` and `egress` (the Link the port sends on; null: Attach it before
+  // the first TxBurst) outlive the port. `queue`: the queue index it reports.
   SimPort(PacketPool* pool, Link* egress, const transport::DeviceAddress& address,
-          uint16_t base_port);
+          uint16_t base_port, uint32_t queue = 0, TxMode tx_mode = TxMode::kTailDrop);
   ~SimPort() override;
+
+  // Attach: the link to send on, when the node's port exists only after the
+  // port was made (nodes are connected after they are created).
+  void Attach(Link* egress) { egress_ = egress; }
+  bool attached() const { return egress_ != nullptr; }
+  // TakeRefused: whether a TxBurst or TxSegmented took fewer frames than it
+  // was offered (kBackpressure) since the last call; clears it.
+  bool TakeRefused() {
+    const bool refused = refused_;
+    refused_ = false;
+    return refused;
+  }
 
   // Deliver: a frame that arrived on the port, for the next RxBurst.
   void Deliver(PacketPtr packet) { rx_.push_back(frames_.Wrap(std::move(packet))); }
@@ -69,7 +89,7 @@ class SimPort final : public transport::Device, public transport::Queue {
   transport::Queue& queue(uint32_t) override { return *this; }
 
   // transport::Queue
-  uint32_t index() const override { return 0; }
+  uint32_t index() const override { return queue_; }
   const transport::QueueCapabilities& capabilities() const override { return capabilities_; }
   size_t RxBurst(std::span<transport::FrameRef> frames) override;
   size_t TxBurst(std::span<const transport::FrameRef> frames) override;
@@ -81,11 +101,16 @@ class SimPort final : public transport::Device, public transport::Queue {
 
  private:
   void Send(PacketPtr packet);
+  // Room: how many of `offered` frames the port takes now.
+  size_t Room(size_t offered);
 
   PacketFramePool frames_;
   Link* egress_;
   transport::DeviceAddress address_;
   uint16_t base_port_;
+  uint32_t queue_;
+  TxMode tx_mode_;
+  bool refused_ = false;
   transport::QueueCapabilities capabilities_;
   RingQueue<transport::FrameRef> rx_;
   transport::QueueStats stats_;

@@ -1,7 +1,5 @@
 #include "sim/worker_node.h"
 
-#include <algorithm>
-#include <array>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,9 +7,23 @@
 #include "sim/addressing.h"
 
 namespace atp::sim {
+namespace {
 
-using worker::OperationId;
-using worker::WorkerQueueEngine;
+transport::DeviceAddress AddressOf(uint32_t ip) {
+  transport::DeviceAddress address;
+  address.ipv4.value = ip;
+  address.mac = MacOf(ip);
+  return address;
+}
+
+// DestinationPort: the UDP destination port of an ATP frame (base_port +
+// queue: what a NIC steers by).
+uint16_t DestinationPort(const Packet& packet) {
+  const uint8_t* p = packet.bytes.data() + wire::kUdpOffset + 2;
+  return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerNode>> WorkerNode::Create(std::string name, Simulator* sim,
                                                                PacketPool* pool,
@@ -21,44 +33,47 @@ absl::StatusOr<std::unique_ptr<WorkerNode>> WorkerNode::Create(std::string name,
         absl::StrCat("WorkerNodeConfig.queues: ", config.queues, " is not in 1..16"));
   }
   if (config.burst < 1) return absl::InvalidArgumentError("WorkerNodeConfig.burst: must be >= 1");
-  std::unique_ptr<WorkerNode> node(new WorkerNode(std::move(name), sim, pool, config));
+  scheduler::FragmentSchedulerConfig scheduler_config;
+  scheduler_config.queues = config.queues;
+  scheduler_config.min_piece_fragments = config.min_piece_fragments;
+  scheduler_config.max_piece_fragments = config.max_piece_fragments;
+  ATP_ASSIGN_OR_RETURN(scheduler::FragmentScheduler scheduler,
+                       scheduler::FragmentScheduler::Create(scheduler_config));
+  std::unique_ptr<WorkerNode> node(
+      new WorkerNode(std::move(name), sim, pool, config, std::move(scheduler)));
+  runtime::WorkerIoLoopConfig loop_config;
+  loop_config.self = AddressOf(config.ip);
+  loop_config.ps = AddressOf(config.ps_ip);
+  loop_config.base_port = config.base_port;
+  loop_config.max_burst = config.burst;
+  loop_config.total_workers = config.engine.shape.total_workers();
   for (uint32_t q = 0; q < config.queues; ++q) {
+    node->ports_.push_back(std::make_unique<SimPort>(pool, nullptr, loop_config.self,
+                                                     config.base_port, q,
+                                                     SimPort::TxMode::kBackpressure));
     worker::WorkerQueueConfig engine_config = config.engine;
     engine_config.queue = q;
-    ATP_ASSIGN_OR_RETURN(std::unique_ptr<WorkerQueueEngine> engine,
-                         WorkerQueueEngine::Create(std::move(engine_config)));
-    node->engines_.push_back(std::move(engine));
+    ATP_ASSIGN_OR_RETURN(std::unique_ptr<runtime::WorkerIoLoop> loop,
+                         runtime::WorkerIoLoop::Create(loop_config, engine_config,
+                                                       *node->ports_.back()));
+    node->loops_.push_back(std::move(loop));
   }
   return node;
 }
 
-WorkerNode::WorkerNode(std::string name, Simulator* sim, PacketPool* pool,
-                       const WorkerNodeConfig& config)
-    : Node(std::move(name)),
-      sim_(sim),
-      pool_(pool),
-      config_(config),
-      burst_(config.burst),
-      queue_ops_(config.queues) {
-  frame_template_.src_ip.value = config.ip;
-  frame_template_.dst_ip.value = config.ps_ip;
-  frame_template_.src_mac = MacOf(config.ip);
-  frame_template_.dst_mac = MacOf(config.ps_ip);
-  frame_template_.ip_tos = wire::kTosEct0;
-}
+WorkerNode::WorkerNode(std::string name, Simulator* sim, PacketPool*,
+                       const WorkerNodeConfig& config, scheduler::FragmentScheduler scheduler)
+    : Node(std::move(name)), sim_(sim), config_(config), scheduler_(std::move(scheduler)) {}
 
-WorkerNode::~WorkerNode() { sim_->Unschedule(this); }
+WorkerNode::~WorkerNode() {
+  sim_->Unschedule(this);
+  // The loops return the frames they hold to the ports' pools: before the ports go.
+  loops_.clear();
+}
 
 void WorkerNode::Kill() {
   dead_ = true;
   sim_->Unschedule(this);
-}
-
-std::pair<size_t, size_t> WorkerNode::QueueRange(size_t values, uint32_t queues, uint32_t queue) {
-  const size_t fragments = (values + wire::kValuesPerFragment - 1) / wire::kValuesPerFragment;
-  const size_t first = fragments * queue / queues * wire::kValuesPerFragment;
-  const size_t last = fragments * (queue + 1) / queues * wire::kValuesPerFragment;
-  return {std::min(first, values), std::min(last, values)};
 }
 
 absl::StatusOr<uint64_t> WorkerNode::Start(std::span<const float> input, std::span<float> output) {
@@ -67,131 +82,85 @@ absl::StatusOr<uint64_t> WorkerNode::Start(std::span<const float> input, std::sp
   }
   if (dead_) return absl::FailedPreconditionError("WorkerNode::Start: the worker is dead");
   const uint64_t op = next_op_++;
-  uint32_t parts = 0;
-  for (uint32_t q = 0; q < config_.queues; ++q) {
-    const auto [first, last] = QueueRange(input.size(), config_.queues, q);
-    if (first == last) continue;
-    ATP_ASSIGN_OR_RETURN(OperationId id, engines_[q]->Enqueue(input.subspan(first, last - first),
-                                                              output.subspan(first, last - first)));
-    queue_ops_[q].push_back(QueueOp{id, op});
-    ++parts;
+  pieces_.clear();
+  scheduler_.Assign(input.size(), pieces_);
+  auto state = std::make_shared<internal::OpState>(op, static_cast<uint32_t>(pieces_.size()));
+  if (pieces_.empty()) state->Finish(absl::OkStatus());
+  for (const scheduler::Piece& piece : pieces_) {
+    runtime::PieceRequest request;
+    request.op = state;
+    request.input = input.subspan(piece.first_value, piece.values);
+    request.output = output.subspan(piece.first_value, piece.values);
+    request.fragments = piece.fragments;
+    loops_[piece.queue]->Submit(std::move(request));
   }
   if (pending_.empty()) first_pending_op_ = op;
-  pending_.push_back(parts);
-  const TimePoint now = sim_->Now();
-  if (parts == 0) {
-    // Nothing to send: complete right away (in order with earlier ones).
-    CollectCompletions(0, now);
-  }
-  PumpAll(now);
-  ScheduleWake(now);
+  pending_.push_back(std::move(state));
+  sim_->Schedule(this, sim_->Now());
   return op;
 }
 
-bool WorkerNode::PumpQueue(uint32_t q, TimePoint now) {
-  Link* nic = port(0);
-  WorkerQueueEngine& engine = *engines_[q];
-  while (true) {
-    // With a full NIC this still calls CollectSends (with no room), which
-    // handles an expired retransmission timer.
-    const size_t want = std::min<size_t>(nic->FreeSlots(), burst_.size());
-    const size_t n = engine.CollectSends(now, std::span(burst_.data(), want));
-    for (size_t i = 0; i < n; ++i) {
-      frame_template_.header = burst_[i].header;
-      PacketPtr packet = pool_->Allocate();
-      wire::EncodeFrame(frame_template_, burst_[i].payload, config_.base_port, packet->frame());
-      nic->Send(std::move(packet));
-    }
-    counters_.frames_sent += n;
-    if (want == 0) return !engine.WantsToSend();
-    if (n < want) return true;
+void WorkerNode::StepQueue(uint32_t q, TimePoint now) {
+  SimPort& nic_queue = *ports_[q];
+  if (!nic_queue.attached()) {
+    for (auto& p : ports_) p->Attach(port(0));
+  }
+  sim_->Schedule(this, loops_[q]->Step(now).deadline);
+  if (nic_queue.TakeRefused()) {
+    // The NIC's queue was full: try again once it has drained to half.
+    ++counters_.nic_full_waits;
+    const Link* nic = port(0);
+    sim_->Schedule(this, nic->TimeWhenDepthAtMost(nic->config().queue_capacity_packets / 2));
   }
 }
 
-void WorkerNode::PumpAll(TimePoint now) {
-  nic_blocked_ = false;
-  // Start from a rotating queue, so that a full NIC does not always favour
-  // queue 0.
-  for (uint32_t i = 0; i < config_.queues; ++i) {
-    const uint32_t q = (pump_start_ + i) % config_.queues;
-    if (!PumpQueue(q, now)) nic_blocked_ = true;
-  }
-  pump_start_ = (pump_start_ + 1) % config_.queues;
-  if (nic_blocked_) ++counters_.nic_full_waits;
-}
-
-void WorkerNode::CollectCompletions(uint32_t q, TimePoint now) {
-  std::array<OperationId, 8> done;
-  size_t n;
-  while ((n = engines_[q]->CollectCompletions(done)) > 0) {
-    for (size_t i = 0; i < n; ++i) {
-      auto& ops = queue_ops_[q];
-      auto it = std::find_if(ops.begin(), ops.end(),
-                             [&](const QueueOp& o) { return o.engine_op == done[i]; });
-      if (it == ops.end()) continue;
-      --pending_[it->node_op - first_pending_op_];
-      ops.erase(it);
-    }
-  }
-  // Report completed operations in Start order.
-  while (!pending_.empty() && pending_.front() == 0) {
+void WorkerNode::ReportCompleted(TimePoint now) {
+  while (!pending_.empty() && pending_.front()->done()) {
     pending_.pop_front();
     const uint64_t op = first_pending_op_++;
-    if (on_complete_) on_complete_(*this, op, now);
+    if (on_complete_) on_complete_(*this, op, now);  // may Start the next one
   }
-}
-
-void WorkerNode::ScheduleWake(TimePoint now) {
-  TimePoint wake = TimePoint::Infinite();
-  for (const auto& engine : engines_) wake = Earliest(wake, engine->NextDeadline());
-  if (nic_blocked_) {
-    const Link* nic = port(0);
-    wake = Earliest(wake, nic->TimeWhenDepthAtMost(nic->config().queue_capacity_packets / 2));
-  }
-  if (wake < now) wake = now;
-  sim_->Schedule(this, wake);
 }
 
 void WorkerNode::Receive(PacketPtr packet, int, TimePoint now) {
   ++counters_.frames_received;
   if (dead_) return;
-  if (wire::DecodeFrame(packet->bytes, config_.base_port, &rx_fields_, &rx_message_.payload) !=
-      wire::DecodeError::kOk) {
-    ++counters_.decode_errors;
-    return;
-  }
-  rx_message_.header = rx_fields_.header;
-  const uint32_t q = rx_message_.header.queue();
-  if (rx_message_.header.job != job() || q >= config_.queues) {
+  const uint32_t q = static_cast<uint16_t>(DestinationPort(*packet) - config_.base_port);
+  if (q >= config_.queues) {
     ++counters_.foreign;
     return;
   }
-  WorkerQueueEngine& engine = *engines_[q];
-  engine.OnParameterPacket(rx_message_, now);
-  packet.reset();
-  CollectCompletions(q, now);
-  if (nic_blocked_) {
-    // Waiting for the NIC to drain: the wake-up pumps every queue.
-  } else if (!PumpQueue(q, now)) {
-    nic_blocked_ = true;
-    ++counters_.nic_full_waits;
-    const Link* nic = port(0);
-    sim_->Schedule(this, nic->TimeWhenDepthAtMost(nic->config().queue_capacity_packets / 2));
-  }
-  sim_->Schedule(this, engine.NextDeadline());
+  ports_[q]->Deliver(std::move(packet));
+  StepQueue(q, now);
+  ReportCompleted(now);
 }
 
 void WorkerNode::Act(TimePoint now) {
   if (dead_) return;
-  PumpAll(now);
-  for (uint32_t q = 0; q < config_.queues; ++q) CollectCompletions(q, now);
-  ScheduleWake(now);
+  for (uint32_t i = 0; i < config_.queues; ++i) StepQueue((step_start_ + i) % config_.queues, now);
+  step_start_ = (step_start_ + 1) % config_.queues;
+  ReportCompleted(now);
+}
+
+uint64_t WorkerNode::decode_errors() const {
+  uint64_t total = 0;
+  for (const auto& loop : loops_) {
+    loop->Publish();
+    total += loop->statistics().decode_errors;
+  }
+  return total;
+}
+
+uint64_t WorkerNode::spare_tx_frames() const {
+  uint64_t total = 0;
+  for (const auto& loop : loops_) total += loop->spare_tx_frames();
+  return total;
 }
 
 worker::WorkerQueueStats WorkerNode::Stats() const {
-  worker::WorkerQueueStats total = engines_[0]->stats();
-  for (size_t q = 1; q < engines_.size(); ++q) {
-    const worker::WorkerQueueStats s = engines_[q]->stats();
+  worker::WorkerQueueStats total = loops_[0]->engine().stats();
+  for (size_t q = 1; q < loops_.size(); ++q) {
+    const worker::WorkerQueueStats s = loops_[q]->engine().stats();
     total.fragments_sent += s.fragments_sent;
     total.fp_fragments_sent += s.fp_fragments_sent;
     total.resends_loss += s.resends_loss;

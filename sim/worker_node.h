@@ -1,13 +1,15 @@
-// sim/worker_node.h: a worker host: one real WorkerQueueEngine per queue
-// behind one NIC (port 0).
+// sim/worker_node.h: a worker in the simulator: the product's worker host
+// (lib/host/worker_io_loop.h, one WorkerIoLoop per queue, what every
+// atp::Worker I/O thread runs) behind one simulated NIC (port 0), with the
+// product's FragmentScheduler cutting operations into pieces and OpState
+// finishing them.
 //
-// Start() splits a tensor into one contiguous, fragment-aligned range per
-// queue (the same split on every worker, as ATP-SPEC section 3 requires) and
-// enqueues each range on its queue's engine; the operation completes when
-// every range has. The node drives its engines as an I/O thread would: it
-// hands them parameter packets as they arrive, pulls their sends into the NIC
-// (no more than the NIC queue has room for, so the host never drops its own
-// frames), and wakes itself at the engines' retransmission deadlines.
+// The node only adapts the simulator to the host: each queue's loop has a
+// SimPort of its own on the same NIC link (the NIC's queues); a frame that
+// arrives is steered to the queue its UDP destination port names, as a NIC
+// steers it, and that queue's loop steps at once. The node wakes itself at
+// the deadlines the steps return (retransmission timers) and, when the NIC
+// refused frames (its queue was full), when the NIC has drained to half.
 //
 //   ATP_ASSIGN_OR_RETURN(auto worker, WorkerNode::Create("w0", &sim, &pool, config));
 //   worker->SetCompletionCallback([](WorkerNode& w, uint64_t op, TimePoint t) { ... });
@@ -25,9 +27,13 @@
 
 #include "absl/status/statusor.h"
 #include "atp/wire.h"
-#include "sim/node.h"
-#include "sim/simulator.h"
+#include "lib/host/op_state.h"
+#include "lib/host/worker_io_loop.h"
+#include "lib/scheduler/fragment_scheduler.h"
 #include "lib/worker/worker_queue_engine.h"
+#include "sim/node.h"
+#include "sim/sim_port.h"
+#include "sim/simulator.h"
 
 namespace atp::sim {
 
@@ -37,19 +43,20 @@ struct WorkerNodeConfig {
   worker::WorkerQueueConfig engine;
   // queues: engines (and queue indices 0..queues-1), 1..16.
   uint32_t queues = 1;
+  // scheduler: how operations are cut into pieces (its `queues` is `queues`).
+  uint32_t min_piece_fragments = scheduler::FragmentSchedulerConfig{}.min_piece_fragments;
+  uint32_t max_piece_fragments = scheduler::FragmentSchedulerConfig{}.max_piece_fragments;
   uint32_t ip = 0;     // this host
   uint32_t ps_ip = 0;  // where gradients go
   uint16_t base_port = wire::kDefaultBasePort;
-  // burst: most messages pulled from one engine at a time.
+  // burst: most frames a loop moves per transport call.
   uint32_t burst = 32;
 };
 
 struct WorkerNodeCounters {
-  uint64_t frames_received = 0;
-  uint64_t decode_errors = 0;   // frames DecodeFrame rejected (corruption)
-  uint64_t foreign = 0;         // valid frames of another job or an unused queue
-  uint64_t frames_sent = 0;
-  uint64_t nic_full_waits = 0;  // times the engines had more to send than the NIC had room
+  uint64_t frames_received = 0;  // every frame that reached the NIC
+  uint64_t foreign = 0;          // frames for no queue of this worker (steered nowhere)
+  uint64_t nic_full_waits = 0;   // times a step left frames the NIC had no room for
 };
 
 class WorkerNode : public Node, public Actor {
@@ -57,7 +64,7 @@ class WorkerNode : public Node, public Actor {
   // CompletionCallback: (node, operation index from Start, completion time).
   using CompletionCallback = std::function<void(WorkerNode&, uint64_t, TimePoint)>;
 
-  // Create: validates the configuration and creates the engines. `sim` and
+  // Create: validates the configuration and creates the hosts. `sim` and
   // `pool` must outlive the node. Connect port 0 (the NIC) before Start.
   static absl::StatusOr<std::unique_ptr<WorkerNode>> Create(std::string name, Simulator* sim,
                                                             PacketPool* pool,
@@ -68,13 +75,9 @@ class WorkerNode : public Node, public Actor {
 
   // Start: aggregate `input` into `output` (same size; both owned by the
   // caller, alive and `input` unchanged until completion). Returns the
-  // operation's index: 0, 1, 2, ... in Start order.
+  // operation's index: 0, 1, 2, ... in Start order. The hosts take it at the
+  // node's next step (an event at the current time).
   absl::StatusOr<uint64_t> Start(std::span<const float> input, std::span<float> output);
-
-  // QueueRange: the [first, last) range of a tensor of `values` floats that
-  // queue `queue` of `queues` carries (fragment-aligned, the same on every
-  // worker).
-  static std::pair<size_t, size_t> QueueRange(size_t values, uint32_t queues, uint32_t queue);
 
   // Kill: the host dies: from now on it ignores every frame, sends nothing
   // and starts nothing.
@@ -84,49 +87,42 @@ class WorkerNode : public Node, public Actor {
   uint8_t job() const { return config_.engine.shape.job; }
   int rack() const { return config_.engine.rack; }
   int worker_in_rack() const { return config_.engine.worker_in_rack; }
+  // counters: the node's own; decode_errors() and frames_sent(): the hosts'.
   const WorkerNodeCounters& counters() const { return counters_; }
+  uint64_t decode_errors() const;
   // Stats: the engines' counters summed (state fields: of queue 0).
   worker::WorkerQueueStats Stats() const;
-  const worker::WorkerQueueEngine& engine(uint32_t queue) const { return *engines_[queue]; }
+  const worker::WorkerQueueEngine& engine(uint32_t queue) const { return loops_[queue]->engine(); }
   uint64_t operations_pending() const { return pending_.size(); }
+  // spare_tx_frames: packets the hosts keep for their next sends.
+  uint64_t spare_tx_frames() const;
 
   void Receive(PacketPtr packet, int port, TimePoint now) override;
   void Act(TimePoint now) override;
 
  private:
-  struct QueueOp {
-    worker::OperationId engine_op;
-    uint64_t node_op;
-  };
+  WorkerNode(std::string name, Simulator* sim, PacketPool* pool, const WorkerNodeConfig& config,
+             scheduler::FragmentScheduler scheduler);
 
-  WorkerNode(std::string name, Simulator* sim, PacketPool* pool, const WorkerNodeConfig& config);
-
-  // PumpQueue: moves queue q's sends into the NIC while there is room.
-  // Returns false when the NIC filled up before the engine ran dry.
-  bool PumpQueue(uint32_t q, TimePoint now);
-  void PumpAll(TimePoint now);
-  void CollectCompletions(uint32_t q, TimePoint now);
-  void ScheduleWake(TimePoint now);
+  // StepQueue: one step of queue q's host; schedules the wake-ups it needs.
+  void StepQueue(uint32_t q, TimePoint now);
+  // ReportCompleted: the finished operations at the front, in Start order.
+  void ReportCompleted(TimePoint now);
 
   Simulator* sim_;
-  PacketPool* pool_;
   WorkerNodeConfig config_;
-  wire::FrameFields frame_template_;
-  std::vector<std::unique_ptr<worker::WorkerQueueEngine>> engines_;
-  std::vector<wire::AtpMessage> burst_;
-  std::vector<std::deque<QueueOp>> queue_ops_;  // per queue: its ops not yet completed
-  // Start-ed operations not complete: node op index -> queues still working.
-  std::deque<uint32_t> pending_;
+  scheduler::FragmentScheduler scheduler_;
+  std::vector<scheduler::Piece> pieces_;  // scratch
+  std::vector<std::unique_ptr<SimPort>> ports_;                // [queue]: the NIC's queues
+  std::vector<std::unique_ptr<runtime::WorkerIoLoop>> loops_;  // [queue]
+  // Start-ed operations not yet reported, in Start order.
+  std::deque<std::shared_ptr<internal::OpState>> pending_;
   uint64_t first_pending_op_ = 0;  // node op index of pending_.front()
   uint64_t next_op_ = 0;
-  bool nic_blocked_ = false;
   bool dead_ = false;
-  uint32_t pump_start_ = 0;
+  uint32_t step_start_ = 0;  // Act steps the queues from here (rotating, for fairness)
   CompletionCallback on_complete_;
   WorkerNodeCounters counters_;
-  // Scratch for decoding.
-  wire::FrameFields rx_fields_;
-  wire::AtpMessage rx_message_;
 };
 
 }  // namespace atp::sim

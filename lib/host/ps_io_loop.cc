@@ -71,6 +71,9 @@ StepResult PsIoLoop::Step(TimePoint now) {
     released = shard_->ScanOrphans(now, shard_->engine().OrphanScanBudget(since_scan)) > 0;
     last_orphan_scan_ = now;
   }
+  if (shard_->WantsOrphanScans()) {
+    result.deadline = Earliest(result.deadline, last_orphan_scan_ + kOrphanScanInterval);
+  }
   // Publish after every step that did work (a copy of a few counters under an
   // uncontended lock, once per burst) or released orphans, and now and then
   // when idle.

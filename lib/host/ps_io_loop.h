@@ -39,6 +39,9 @@ class PsIoLoop final : private FrameSink {
            uint16_t base_port, uint32_t max_burst);
   ~PsIoLoop() override;
 
+  // Step: one iteration. Its deadline: a retry of frames a queue still held,
+  // and, while the shard holds partial state, the next orphan scan (so a
+  // caller that sleeps until the deadline still frees orphans).
   StepResult Step(TimePoint now);
 
   // statistics: the last published snapshot; any thread.
@@ -47,6 +50,7 @@ class PsIoLoop final : private FrameSink {
   void Publish();
 
   std::vector<int> wait_fds() const;
+  const PsShard& shard() const { return *shard_; }
 
  private:
   void SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) override;

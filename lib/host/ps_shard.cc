@@ -10,20 +10,33 @@ namespace atp::runtime {
 absl::StatusOr<std::unique_ptr<PsShard>> PsShard::Create(const ParameterServerOptions& options,
                                                          uint32_t shard,
                                                          const transport::DeviceAddress& self) {
-  ATP_ASSIGN_OR_RETURN(ps::PsEngine engine, ps::PsEngine::Create(ToPsConfig(options, shard)));
-  return std::unique_ptr<PsShard>(new PsShard(std::move(engine), options, self));
-}
-
-PsShard::PsShard(ps::PsEngine engine, const ParameterServerOptions& options,
-                 const transport::DeviceAddress& self)
-    : engine_(std::move(engine)), base_port_(options.base_port) {
+  PsDestinations destinations;
   for (const ParameterServerJobOptions& job : options.jobs) {
     if (job.delivery == ParameterDelivery::kMulticast) {
-      destinations_[job.job_id] = {job.multicast_group};
+      destinations[job.job_id] = {job.multicast_group};
     } else {
-      destinations_[job.job_id] = job.workers;
+      destinations[job.job_id] = job.workers;
     }
   }
+  return Create(ToPsConfig(options, shard), std::move(destinations), self, options.base_port);
+}
+
+absl::StatusOr<std::unique_ptr<PsShard>> PsShard::Create(ps::PsConfig engine_config,
+                                                         PsDestinations destinations,
+                                                         const transport::DeviceAddress& self,
+                                                         uint16_t base_port) {
+  const bool scans_orphans = !engine_config.orphan_timeout.IsInfinite();
+  ATP_ASSIGN_OR_RETURN(ps::PsEngine engine, ps::PsEngine::Create(std::move(engine_config)));
+  return std::unique_ptr<PsShard>(
+      new PsShard(std::move(engine), scans_orphans, std::move(destinations), self, base_port));
+}
+
+PsShard::PsShard(ps::PsEngine engine, bool scans_orphans, PsDestinations destinations,
+                 const transport::DeviceAddress& self, uint16_t base_port)
+    : engine_(std::move(engine)),
+      scans_orphans_(scans_orphans),
+      base_port_(base_port),
+      destinations_(std::move(destinations)) {
   fields_.src_ip = self.ipv4;
   fields_.src_mac = self.mac;
   fields_.ip_tos = wire::kTosEct0;

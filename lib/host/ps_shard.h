@@ -26,6 +26,10 @@
 
 namespace atp::runtime {
 
+// PsDestinations: where a parameter packet of each job goes, by job id: the
+// job's multicast group, or each of its workers.
+using PsDestinations = std::array<std::vector<transport::DeviceAddress>, wire::kMaxJobId + 1>;
+
 class PsShard {
  public:
   // Create: the engine of shard `shard` of `options` (see ToPsConfig);
@@ -33,6 +37,13 @@ class PsShard {
   static absl::StatusOr<std::unique_ptr<PsShard>> Create(const ParameterServerOptions& options,
                                                          uint32_t shard,
                                                          const transport::DeviceAddress& self);
+  // Create: the engine `engine_config` describes, sending parameter packets
+  // of job j to destinations[j] on UDP ports base_port + queue (the
+  // simulator's PS, whose configuration is the engine's).
+  static absl::StatusOr<std::unique_ptr<PsShard>> Create(ps::PsConfig engine_config,
+                                                         PsDestinations destinations,
+                                                         const transport::DeviceAddress& self,
+                                                         uint16_t base_port);
 
   PsShard(const PsShard&) = delete;
   PsShard& operator=(const PsShard&) = delete;
@@ -56,6 +67,9 @@ class PsShard {
   // ScanOrphans: the engine's orphan scan (ps::PsEngine::ScanOrphans): frees
   // partial state untouched for longer than the orphan timeout. Sends nothing.
   size_t ScanOrphans(TimePoint now, size_t budget) { return engine_.ScanOrphans(now, budget); }
+  // WantsOrphanScans: whether a scan could release anything: the engine holds
+  // partial state and its orphan timeout is finite.
+  bool WantsOrphanScans() const { return scans_orphans_ && engine_.live_slots() > 0; }
 
   // AddTo: adds the engine's counters and frames_sent to `stats`.
   void AddTo(ParameterServerStats& stats) const;
@@ -74,10 +88,11 @@ class PsShard {
     PsShard* shard_;
   };
 
-  PsShard(ps::PsEngine engine, const ParameterServerOptions& options,
-          const transport::DeviceAddress& self);
+  PsShard(ps::PsEngine engine, bool scans_orphans, PsDestinations destinations,
+          const transport::DeviceAddress& self, uint16_t base_port);
 
   ps::PsEngine engine_;
+  const bool scans_orphans_;
   const uint16_t base_port_;
   // destinations_[job]: where a parameter packet of `job` goes.
   std::array<std::vector<transport::DeviceAddress>, wire::kMaxJobId + 1> destinations_;

@@ -69,6 +69,7 @@ WorkerIoLoop::WorkerIoLoop(const WorkerIoLoopConfig& config,
 }
 
 WorkerIoLoop::~WorkerIoLoop() {
+  transport::ReleaseFrames(std::span(tx_frames_).first(tx_spare_));
   if (pending_head_ < pending_.size()) {
     transport::ReleaseFrames(std::span(pending_).subspan(pending_head_));
   }
@@ -190,9 +191,19 @@ bool WorkerIoLoop::Transmit(TimePoint now) {
     blocked = !RetryPending();
     work = pending_head_ != before || pending_.empty();
   }
+  // With no room the engine must still see an expired retransmission timer
+  // (CollectSends with no room queues the resends), or its deadline stays in
+  // the past and the caller would step again at once, forever.
+  if (blocked && engine_->NextDeadline() <= now) {
+    engine_->CollectSends(now, std::span<wire::AtpMessage>());
+  }
   for (int b = 0; b < kTxBurstsPerStep && !blocked; ++b) {
     if (!engine_->WantsToSend() && engine_->NextDeadline() > now) break;
-    const size_t allocated = queue_.tx_pool().AllocBurst(tx_frames_);
+    // Frames allocated by an earlier Step and not used wait at the front of
+    // tx_frames_: top up to a burst (the engine often sends one or two frames
+    // a step, so allocating and freeing a whole burst each time is waste).
+    const size_t allocated =
+        tx_spare_ + queue_.tx_pool().AllocBurst(std::span(tx_frames_).subspan(tx_spare_));
     // CollectSends also handles an expired retransmission timer, even with no
     // room: it queues the resends for the next call.
     const size_t n = engine_->CollectSends(now, std::span(tx_messages_).first(allocated));
@@ -207,7 +218,7 @@ bool WorkerIoLoop::Transmit(TimePoint now) {
                                                                   wire::kPayloadBytes));
       tx_frames_[i].length = wire::kFrameBytes;
     }
-    if (allocated > n) queue_.tx_pool().FreeBurst(std::span(tx_frames_).subspan(n, allocated - n));
+    tx_spare_ = allocated;
     if (n == 0) break;
     work = true;
     const size_t taken = queue_.TxBurst(std::span(tx_frames_).first(n));
@@ -218,6 +229,10 @@ bool WorkerIoLoop::Transmit(TimePoint now) {
       pending_head_ = 0;
       blocked = true;
     }
+    // The unused frames move to the front for the next burst.
+    std::copy(tx_frames_.begin() + static_cast<ptrdiff_t>(n),
+              tx_frames_.begin() + static_cast<ptrdiff_t>(allocated), tx_frames_.begin());
+    tx_spare_ = allocated - n;
     if (n < allocated || allocated == 0) break;
   }
   if (work || held_by_queue_ > 0) held_by_queue_ = queue_.Flush();

@@ -91,6 +91,14 @@ class WorkerIoLoop {
   // statistics: the last published snapshot. Any thread.
   WorkerQueueStatistics statistics() const;
 
+  // Publish: snapshot the statistics now (the thread running Step, or after
+  // it stopped).
+  void Publish();
+  const worker::WorkerQueueEngine& engine() const { return *engine_; }
+  // spare_tx_frames: frames taken from the TX pool and kept for the next
+  // sends (at most a burst; returned by the destructor).
+  size_t spare_tx_frames() const { return tx_spare_; }
+
   uint32_t queue_index() const { return queue_.index(); }
   int wait_fd() const { return queue_.wait_fd(); }
 
@@ -112,7 +120,6 @@ class WorkerIoLoop {
   // RetryPending: offers the frames the transport did not take; false while
   // some remain.
   bool RetryPending();
-  void Publish();
 
   const WorkerIoLoopConfig config_;
   std::unique_ptr<worker::WorkerQueueEngine> engine_;
@@ -128,6 +135,7 @@ class WorkerIoLoop {
   // Burst buffers, preallocated.
   std::vector<transport::FrameRef> rx_frames_;
   std::vector<transport::FrameRef> tx_frames_;
+  size_t tx_spare_ = 0;  // tx_frames_[0, tx_spare_): allocated, not yet used (kept across Steps)
   std::vector<wire::AtpMessage> tx_messages_;
   std::vector<worker::OperationId> completed_ids_;
   // Frames encoded but not yet taken by the transport: [pending_head_, end).
