@@ -26,8 +26,8 @@
 #include "atp/skip_reduce.h"
 #include "atp/worker.h"
 #include "benchmark/benchmark.h"
-#include "lib/runtime/testbed/local_cluster.h"
-#include "lib/runtime/testbed/oracle.h"
+#include "testbed/local_cluster.h"
+#include "testbed/oracle.h"
 #include "tests/common/skip_reference.h"
 
 namespace atp {

@@ -23,10 +23,10 @@
 #include "atp/quantize.h"
 #include "atp/wire.h"
 #include "benchmark/benchmark.h"
-#include "lib/runtime/op_state.h"
-#include "lib/runtime/testbed/reflector_queue.h"
-#include "lib/runtime/worker_config.h"
-#include "lib/runtime/worker_io_loop.h"
+#include "lib/host/op_state.h"
+#include "testbed/reflector_queue.h"
+#include "lib/host/worker_config.h"
+#include "lib/host/worker_io_loop.h"
 
 namespace atp::runtime {
 namespace {

@@ -10,9 +10,9 @@
 #include <memory>
 
 #include "benchmark/benchmark.h"
-#include "lib/sim/experiment.h"
-#include "lib/sim/link.h"
-#include "lib/sim/simulator.h"
+#include "sim/experiment.h"
+#include "sim/link.h"
+#include "sim/simulator.h"
 
 namespace atp::sim {
 namespace {

@@ -21,7 +21,7 @@
 #include "absl/time/time.h"
 #include "atp/worker.h"
 #include "examples/atp_throughput/example_cluster.h"
-#include "lib/runtime/testbed/oracle.h"
+#include "testbed/oracle.h"
 #include "lib/tool/flag_checks.h"
 #include "nlohmann/json.hpp"
 

@@ -10,7 +10,7 @@
 #include "examples/atp_sim/report.h"
 #include "examples/atp_sim/scenarios.h"
 #include "examples/atp_sim/visibility.h"
-#include "lib/sim/experiment.h"
+#include "sim/experiment.h"
 #include "lib/tool/command_line.h"
 
 namespace {

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "examples/atp_sim/scenarios.h"
-#include "lib/sim/experiment.h"
+#include "sim/experiment.h"
 
 namespace atp::sim_tool {
 

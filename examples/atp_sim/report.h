@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "lib/sim/experiment.h"
+#include "sim/experiment.h"
 
 namespace atp::sim_tool {
 

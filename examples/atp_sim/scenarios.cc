@@ -12,9 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "atp/status_macros.h"
-#include "lib/sim/experiment.h"
+#include "sim/experiment.h"
 #include "examples/atp_sim/skip_scenarios.h"
-#include "lib/sim/goodput_stats.h"
+#include "sim/goodput_stats.h"
 
 namespace atp::sim_tool {
 namespace {

@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "atp/status_macros.h"
-#include "lib/sim/collectives/collective_run.h"
-#include "lib/sim/collectives/schedule.h"
-#include "lib/sim/experiment.h"
+#include "sim/collectives/collective_run.h"
+#include "sim/collectives/schedule.h"
+#include "sim/experiment.h"
 
 namespace atp::sim_tool {
 namespace {

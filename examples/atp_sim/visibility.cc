@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "lib/sim/network.h"
-#include "lib/sim/packet_filter.h"
+#include "sim/network.h"
+#include "sim/packet_filter.h"
 #include "lib/tool/flag_checks.h"
 #include "nlohmann/json.hpp"
 

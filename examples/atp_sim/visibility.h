@@ -25,8 +25,8 @@
 #include "absl/status/status.h"
 #include "examples/atp_sim/scenario_table.h"
 #include "lib/capture/pcap_ring.h"
-#include "lib/sim/alarm.h"
-#include "lib/sim/experiment.h"
+#include "sim/alarm.h"
+#include "sim/experiment.h"
 
 namespace atp::sim_tool {
 

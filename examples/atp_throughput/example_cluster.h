@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "atp/options.h"
-#include "lib/runtime/testbed/local_cluster.h"
+#include "testbed/local_cluster.h"
 
 namespace atp::examples {
 

@@ -39,7 +39,7 @@
 #include "examples/common/endpoint_flags.h"
 #include "examples/common/inputs.h"
 #include "examples/common/tool_flags.h"
-#include "lib/runtime/testbed/oracle.h"
+#include "testbed/oracle.h"
 #include "lib/tool/flag_checks.h"
 #include "nlohmann/json.hpp"
 

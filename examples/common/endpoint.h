@@ -10,7 +10,7 @@
 //   StopSignals stop;                                          // before any thread starts
 //   ATP_ASSIGN_OR_RETURN(auto device, OpenEndpointDevice(*spec, deadline, stop));
 //
-// Addresses (as lib/runtime/testbed/local_cluster.h and the testbed): worker
+// Addresses (as testbed/local_cluster.h and the testbed): worker
 // (rack r, index i) of job j is 10.j.r.(i+1), the PS 10.j.200.1, the group
 // 239.1.0.j (MAC 01:00:5e:01:00:j); MACs are transport::DefaultMacFor(ip).
 //

@@ -26,7 +26,7 @@
 #include "atp/transport/frame_pool.h"
 #include "atp/transport/loopback.h"
 #include "atp/worker.h"
-#include "lib/runtime/testbed/oracle.h"
+#include "testbed/oracle.h"
 #include "lib/tool/command_line.h"
 #include "lib/tool/flag_checks.h"
 

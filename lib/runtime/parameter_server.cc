@@ -8,11 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "atp/status_macros.h"
-#include "lib/runtime/clock.h"
-#include "lib/runtime/polling_thread.h"
-#include "lib/runtime/ps_io_loop.h"
-#include "lib/runtime/ps_shard.h"
-#include "lib/runtime/worker_config.h"
+#include "lib/host/clock.h"
+#include "lib/host/polling_thread.h"
+#include "lib/host/ps_io_loop.h"
+#include "lib/host/ps_shard.h"
+#include "lib/host/worker_config.h"
 
 namespace atp {
 namespace {

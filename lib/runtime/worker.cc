@@ -11,7 +11,7 @@
 #include "atp/status_macros.h"
 #include "atp/wire.h"
 #include "atp/worker.h"
-#include "lib/runtime/worker_config.h"
+#include "lib/host/worker_config.h"
 #include "lib/runtime/worker_impl.h"
 
 namespace atp::internal {

@@ -17,9 +17,9 @@
 #include "atp/options.h"
 #include "atp/transport.h"
 #include "atp/worker.h"
-#include "lib/runtime/op_state.h"
-#include "lib/runtime/polling_thread.h"
-#include "lib/runtime/worker_io_loop.h"
+#include "lib/host/op_state.h"
+#include "lib/host/polling_thread.h"
+#include "lib/host/worker_io_loop.h"
 #include "lib/scheduler/fragment_scheduler.h"
 
 namespace atp::internal {

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "atp/status_macros.h"
-#include "lib/runtime/adaptive_backoff.h"
-#include "lib/runtime/clock.h"
+#include "lib/host/adaptive_backoff.h"
+#include "lib/host/clock.h"
 
 namespace atp::switchd {
 namespace {

@@ -2,7 +2,7 @@
 // switch pipeline bound to N transport ports. No thread, no clock, no files:
 // the caller passes `now` and calls again by the deadline Step returns.
 // atp-switchd's datapath thread (switch_emulator/daemon/switch_daemon.h) and
-// the simulator's ATP switch (lib/sim/atp_switch_node.h, over simulated ports)
+// the simulator's ATP switch (sim/atp_switch_node.h, over simulated ports)
 // both run it, so the simulator proves what the daemon does.
 //
 //   SwitchHostOptions options;

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "atp/wire.h"
-#include "lib/runtime/testbed/oracle.h"
+#include "testbed/oracle.h"
 #include "tests/common/skip_reference.h"
 
 namespace atp::integration {

@@ -11,7 +11,7 @@
 #include "absl/time/time.h"
 #include "atp/worker.h"
 #include "gtest/gtest.h"
-#include "lib/runtime/testbed/local_cluster.h"
+#include "testbed/local_cluster.h"
 
 namespace atp::integration {
 

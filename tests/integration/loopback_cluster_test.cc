@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "lib/runtime/testbed/local_cluster.h"
+#include "testbed/local_cluster.h"
 #include "tests/integration/cluster_test_util.h"
 
 namespace atp::integration {

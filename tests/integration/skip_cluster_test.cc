@@ -11,7 +11,7 @@
 
 #include "atp/skip_reduce.h"
 #include "gtest/gtest.h"
-#include "lib/runtime/testbed/local_cluster.h"
+#include "testbed/local_cluster.h"
 #include "tests/integration/cluster_test_util.h"
 
 namespace atp::integration {

@@ -1,4 +1,4 @@
-// Tests of the simulator's collectives (lib/sim/collectives): the schedules'
+// Tests of the simulator's collectives (sim/collectives): the schedules'
 // skipping and the properties of the seed's section 6.1 that the
 // skip-topologies scenario reports: on a ring the fraction skipped and the
 // speedup both grow linearly with the skipped steps, on halving-doubling both
@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
-#include "lib/sim/collectives/collective_run.h"
-#include "lib/sim/collectives/schedule.h"
+#include "sim/collectives/collective_run.h"
+#include "sim/collectives/schedule.h"
 
 namespace atp::sim {
 namespace {

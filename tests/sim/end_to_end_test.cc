@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "gtest/gtest.h"
-#include "lib/sim/experiment.h"
+#include "sim/experiment.h"
 
 namespace atp::sim {
 namespace {

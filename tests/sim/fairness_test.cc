@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "lib/sim/experiment.h"
-#include "lib/sim/goodput_stats.h"
+#include "sim/experiment.h"
+#include "sim/goodput_stats.h"
 
 namespace atp::sim {
 namespace {

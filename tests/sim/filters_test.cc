@@ -1,13 +1,13 @@
-// Tests of the packet filters a link applies (lib/sim/loss_filters.h,
-// lib/sim/mangling_filters.h) and of the simulator's PRNG.
+// Tests of the packet filters a link applies (sim/loss_filters.h,
+// sim/mangling_filters.h) and of the simulator's PRNG.
 #include <memory>
 #include <set>
 
 #include "gtest/gtest.h"
-#include "lib/sim/link.h"
-#include "lib/sim/loss_filters.h"
-#include "lib/sim/mangling_filters.h"
-#include "lib/sim/random.h"
+#include "sim/link.h"
+#include "sim/loss_filters.h"
+#include "sim/mangling_filters.h"
+#include "sim/random.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace atp::sim {

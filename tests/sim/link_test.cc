@@ -1,6 +1,6 @@
 // Tests of links: serialization, propagation, the egress queue, tail drop
-// and the depth the switch sees for ECN (lib/sim/link.h).
-#include "lib/sim/link.h"
+// and the depth the switch sees for ECN (sim/link.h).
+#include "sim/link.h"
 
 #include "gtest/gtest.h"
 #include "tests/sim/sim_test_util.h"

@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "lib/sim/experiment.h"
-#include "lib/sim/random.h"
+#include "sim/experiment.h"
+#include "sim/random.h"
 
 namespace atp::sim {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "lib/sim/experiment.h"
-#include "lib/sim/loss_filters.h"
+#include "sim/experiment.h"
+#include "sim/loss_filters.h"
 
 namespace atp::sim {
 namespace {

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "atp/wire.h"
-#include "lib/sim/link.h"
-#include "lib/sim/packet.h"
-#include "lib/sim/packet_filter.h"
+#include "sim/link.h"
+#include "sim/packet.h"
+#include "sim/packet_filter.h"
 
 namespace atp::sim::testing {
 

@@ -1,5 +1,5 @@
-// Tests of the simulator's clock and event queue (lib/sim/simulator.h).
-#include "lib/sim/simulator.h"
+// Tests of the simulator's clock and event queue (sim/simulator.h).
+#include "sim/simulator.h"
 
 #include <vector>
 

@@ -1,11 +1,11 @@
 // Tests of the simulated switches: routing, multicast, ECN marking
-// (lib/sim/atp_switch_node.h: the product's switch host over simulated
+// (sim/atp_switch_node.h: the product's switch host over simulated
 // ports).
 #include <memory>
 
 #include "gtest/gtest.h"
-#include "lib/sim/addressing.h"
-#include "lib/sim/atp_switch_node.h"
+#include "sim/addressing.h"
+#include "sim/atp_switch_node.h"
 #include "lib/wire/frame_view.h"
 #include "tests/sim/sim_test_util.h"
 

@@ -1,5 +1,5 @@
-// Tests of the workload generator and the exactness oracle (lib/sim/workload.h).
-#include "lib/sim/workload.h"
+// Tests of the workload generator and the exactness oracle (sim/workload.h).
+#include "sim/workload.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,6 +1,6 @@
 // AdaptiveBackoff: spin, then yield, then sleeps doubling up to the cap;
 // any work starts over.
-#include "lib/runtime/adaptive_backoff.h"
+#include "lib/host/adaptive_backoff.h"
 
 #include "gtest/gtest.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "lib/runtime/op_state.h"
+#include "lib/host/op_state.h"
 
 namespace atp {
 namespace {

@@ -1,6 +1,6 @@
 // PollingThread: runs its step until stopped, and a sleeping thread wakes at
 // once for new work (long before its sleep would end).
-#include "lib/runtime/polling_thread.h"
+#include "lib/host/polling_thread.h"
 
 #include <atomic>
 #include <condition_variable>

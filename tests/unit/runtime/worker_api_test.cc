@@ -14,7 +14,7 @@
 #include "atp/quantize.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "lib/runtime/testbed/local_cluster.h"
+#include "testbed/local_cluster.h"
 
 namespace atp {
 namespace {

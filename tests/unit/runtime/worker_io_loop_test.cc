@@ -4,7 +4,7 @@
 // and an abandoned piece finishes its operation. On a queue that offloads
 // segmentation the loop sends segmentation jobs, and the frames they become
 // are byte for byte those of the TxBurst path.
-#include "lib/runtime/worker_io_loop.h"
+#include "lib/host/worker_io_loop.h"
 
 #include <cstdint>
 #include <limits>
@@ -14,9 +14,9 @@
 #include "atp/quantize.h"
 #include "atp/wire.h"
 #include "gtest/gtest.h"
-#include "lib/runtime/clock.h"
-#include "lib/runtime/testbed/reflector_queue.h"
-#include "lib/runtime/worker_config.h"
+#include "lib/host/clock.h"
+#include "testbed/reflector_queue.h"
+#include "lib/host/worker_config.h"
 
 namespace atp::runtime {
 namespace {

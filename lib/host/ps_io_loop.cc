@@ -1,0 +1,134 @@
+#include "lib/host/ps_io_loop.h"
+
+#include <cstring>
+#include <utility>
+
+#include "atp/transport/frame_pool.h"
+
+namespace atp::runtime {
+namespace {
+
+constexpr TimeDelta kPublishInterval = TimeDelta::FromMilliseconds(1);
+// kOrphanScanInterval: the orphan scan runs at most this often.
+constexpr TimeDelta kOrphanScanInterval = TimeDelta::FromMilliseconds(1);
+
+}  // namespace
+
+PsIoLoop::PsIoLoop(std::unique_ptr<PsShard> shard, std::vector<transport::Queue*> queues,
+                   uint16_t base_port, uint32_t max_burst)
+    : shard_(std::move(shard)),
+      queues_(std::move(queues)),
+      held_(queues_.size(), 0),
+      base_port_(base_port),
+      burst_(max_burst),
+      rx_(max_burst) {
+  stage_.reserve(burst_);
+}
+
+PsIoLoop::~PsIoLoop() { transport::ReleaseFrames(stage_); }
+
+std::vector<int> PsIoLoop::wait_fds() const {
+  std::vector<int> fds;
+  for (const transport::Queue* q : queues_) fds.push_back(q->wait_fd());
+  return fds;
+}
+
+StepResult PsIoLoop::Step(TimePoint now) {
+  now_ = now;
+  StepResult result;
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    current_ = queues_[i];
+    bool sent = false;
+    for (int b = 0; b < kRxBurstsPerQueue; ++b) {
+      const size_t n = current_->RxBurst(rx_);
+      for (size_t k = 0; k < n; ++k) {
+        const wire::DecodeError error =
+            wire::DecodeFrame(rx_[k].bytes(), base_port_, &rx_fields_, &rx_message_.payload);
+        if (error != wire::DecodeError::kOk) {
+          ++decode_errors_;
+          continue;
+        }
+        rx_message_.header = rx_fields_.header;
+        shard_->CarryCongestion(rx_fields_, rx_message_);
+        shard_->OnMessage(rx_message_, now, *this);
+      }
+      transport::ReleaseFrames(std::span(rx_).first(n));
+      frames_received_ += n;
+      if (n > 0) result.did_work = true;
+      sent |= !stage_.empty();
+      FlushStage();
+      if (n < rx_.size()) break;
+    }
+    if (sent || held_[i] > 0) held_[i] = current_->Flush();
+    if (held_[i] > 0) result.deadline = now + TimeDelta::FromMicroseconds(50);
+  }
+  current_ = nullptr;
+  // Free what dead or aborted jobs left behind (nearly free when nothing is
+  // partially aggregated). Not "work": the thread may go on backing off.
+  bool released = false;
+  const TimeDelta since_scan = now - last_orphan_scan_;
+  if (since_scan >= kOrphanScanInterval) {
+    released = shard_->ScanOrphans(now, shard_->engine().OrphanScanBudget(since_scan)) > 0;
+    last_orphan_scan_ = now;
+  }
+  if (shard_->WantsOrphanScans()) {
+    result.deadline = Earliest(result.deadline, last_orphan_scan_ + kOrphanScanInterval);
+  }
+  // Publish after every step that did work (a copy of a few counters under an
+  // uncontended lock, once per burst) or released orphans, and now and then
+  // when idle.
+  if (result.did_work || released || now >= next_publish_) {
+    Publish();
+    next_publish_ = now + kPublishInterval;
+  }
+  return result;
+}
+
+void PsIoLoop::SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) {
+  if (stage_.size() == burst_) FlushStage();
+  transport::FrameRef ref;
+  if (current_->tx_pool().AllocBurst({&ref, 1}) == 0) {
+    FlushStage();
+    current_->Flush();  // delivered frames return their buffers
+    if (current_->tx_pool().AllocBurst({&ref, 1}) == 0) {
+      ++tx_dropped_;
+      return;
+    }
+  }
+  std::memcpy(ref.data, frame.data(), wire::kFrameBytes);
+  ref.length = wire::kFrameBytes;
+  stage_.push_back(ref);
+}
+
+void PsIoLoop::FlushStage() {
+  if (stage_.empty()) return;
+  size_t taken = current_->TxBurst(stage_);
+  if (taken < stage_.size()) {
+    current_->Flush();
+    taken += current_->TxBurst(std::span(stage_).subspan(taken));
+  }
+  if (taken < stage_.size()) {
+    const auto rest = std::span(stage_).subspan(taken);
+    tx_dropped_ += rest.size();
+    transport::ReleaseFrames(rest);
+  }
+  stage_.clear();
+}
+
+void PsIoLoop::Publish() {
+  ParameterServerStats s;
+  s.frames_received = frames_received_;
+  s.decode_errors = decode_errors_;
+  s.tx_dropped = tx_dropped_;
+  shard_->AddTo(s);
+  s.frames_sent -= tx_dropped_;  // AddTo counts frames encoded
+  std::lock_guard<std::mutex> lock(published_mu_);
+  published_ = s;
+}
+
+ParameterServerStats PsIoLoop::statistics() const {
+  std::lock_guard<std::mutex> lock(published_mu_);
+  return published_;
+}
+
+}  // namespace atp::runtime

@@ -1,0 +1,85 @@
+// lib/host/ps_io_loop.h: one thread of a threaded ParameterServer: it owns
+// some transport queues of the PS device and the PsShard serving exactly
+// those queues; it receives gradients, hands them to the shard, and sends the
+// frames the shard produces on the queue the gradient came in on.
+//
+// Step never blocks and reads no clock; PollingThread drives it. If the
+// transport has no room for a frame after a flush and a retry, the frame is
+// dropped and counted (tx_dropped): workers resend, and the PS answers a
+// resend of a completed fragment with its stored parameter packet.
+//
+// Orphans: about once per millisecond of `now` (busy or idle: the polling
+// thread calls Step at least every PollingOptions::max_sleep), Step runs the
+// engine's orphan scan with a budget sized to the time since the last scan, so
+// every slot is visited within a quarter of the orphan timeout whatever the
+// polling cadence (ATP-SPEC invariant 5).
+#ifndef ATP_LIB_HOST_PS_IO_LOOP_H_
+#define ATP_LIB_HOST_PS_IO_LOOP_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "atp/parameter_server.h"
+#include "atp/transport.h"
+#include "atp/wire.h"
+#include "lib/host/polling_thread.h"
+#include "lib/host/ps_shard.h"
+
+namespace atp::runtime {
+
+class PsIoLoop final : private FrameSink {
+ public:
+  static constexpr int kRxBurstsPerQueue = 4;
+
+  // `queues` outlive the loop and are used only by the thread calling Step.
+  PsIoLoop(std::unique_ptr<PsShard> shard, std::vector<transport::Queue*> queues,
+           uint16_t base_port, uint32_t max_burst);
+  ~PsIoLoop() override;
+
+  // Step: one iteration. Its deadline: a retry of frames a queue still held,
+  // and, while the shard holds partial state, the next orphan scan (so a
+  // caller that sleeps until the deadline still frees orphans).
+  StepResult Step(TimePoint now);
+
+  // statistics: the last published snapshot; any thread.
+  ParameterServerStats statistics() const;
+  // Publish: snapshot now (the loop's thread, or after it stopped).
+  void Publish();
+
+  std::vector<int> wait_fds() const;
+  const PsShard& shard() const { return *shard_; }
+
+ private:
+  void SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) override;
+  // FlushStage: offers the staged frames to the current queue; drops what it
+  // still cannot take after a Flush and a retry.
+  void FlushStage();
+
+  std::unique_ptr<PsShard> shard_;
+  std::vector<transport::Queue*> queues_;
+  std::vector<size_t> held_;  // per queue: frames its last Flush still held
+  const uint16_t base_port_;
+  const size_t burst_;
+  std::vector<transport::FrameRef> rx_;
+  std::vector<transport::FrameRef> stage_;
+  transport::Queue* current_ = nullptr;
+  wire::FrameFields rx_fields_;
+  wire::AtpMessage rx_message_;
+  TimePoint now_;
+  TimePoint next_publish_;
+  TimePoint last_orphan_scan_;
+
+  uint64_t frames_received_ = 0;
+  uint64_t decode_errors_ = 0;
+  uint64_t tx_dropped_ = 0;
+
+  mutable std::mutex published_mu_;
+  ParameterServerStats published_;  // under published_mu_
+};
+
+}  // namespace atp::runtime
+
+#endif  // ATP_LIB_HOST_PS_IO_LOOP_H_

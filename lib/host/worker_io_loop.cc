@@ -1,0 +1,367 @@
+#include "lib/host/worker_io_loop.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "atp/status_macros.h"
+#include "atp/transport/frame_pool.h"
+#include "lib/host/clock.h"
+
+namespace atp::runtime {
+namespace {
+
+constexpr TimeDelta kPublishInterval = TimeDelta::FromMilliseconds(1);
+
+bool OffloadsSegmentation(const transport::QueueCapabilities& caps) {
+  return caps.tx_segmentation != transport::TxSegmentation::kSoftware &&
+         caps.max_offload_segments > 1;
+}
+
+// ContinuesRun: `next` can be segment i of a job whose template is `first`:
+// every field the same but the seq position (first's + i) and the aggregator
+// index (carried per segment).
+bool ContinuesRun(const wire::AtpHeader& first, wire::AtpHeader next, size_t i) {
+  if (next.seq != transport::SegmentSeq(first.seq, i)) return false;
+  next.seq = first.seq;
+  next.aggregator = first.aggregator;
+  return next == first;
+}
+
+// A frame is the constant L2-L4 template, then the ATP header, then the payload.
+static_assert(wire::kL2L4HeaderBytes == wire::kAtpOffset);
+static_assert(wire::kAtpOffset + wire::kAtpHeaderBytes == wire::kPayloadOffset);
+static_assert(wire::kPayloadOffset + wire::kPayloadBytes == wire::kFrameBytes);
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerIoLoop>> WorkerIoLoop::Create(
+    const WorkerIoLoopConfig& config, const worker::WorkerQueueConfig& engine_config,
+    transport::Queue& queue) {
+  if (config.max_burst < 1 || config.max_burst > kMaxBurst) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("WorkerIoLoopConfig.max_burst: ", config.max_burst, " is not in 1..",
+                     kMaxBurst));
+  }
+  if (queue.index() != engine_config.queue) {
+    return absl::InvalidArgumentError(absl::StrCat("WorkerIoLoop: transport queue ", queue.index(),
+                                                   " for engine queue ", engine_config.queue));
+  }
+  ATP_ASSIGN_OR_RETURN(std::unique_ptr<worker::WorkerQueueEngine> engine,
+                       worker::WorkerQueueEngine::Create(engine_config));
+  return std::unique_ptr<WorkerIoLoop>(new WorkerIoLoop(config, std::move(engine), queue));
+}
+
+WorkerIoLoop::WorkerIoLoop(const WorkerIoLoopConfig& config,
+                           std::unique_ptr<worker::WorkerQueueEngine> engine,
+                           transport::Queue& queue)
+    : config_(config),
+      engine_(std::move(engine)),
+      queue_(queue),
+      burst_(config.max_burst),
+      offload_segmentation_(OffloadsSegmentation(queue.capabilities())),
+      rx_frames_(burst_),
+      tx_frames_(burst_),
+      tx_headers_(burst_),
+      tx_payloads_(burst_),
+      completed_ids_(burst_) {
+  if (offload_segmentation_) {
+    segment_messages_.resize(burst_ * wire::kMessageBytes);
+    segment_aggregators_.resize(burst_);
+    for (size_t i = 0; i < burst_; ++i) {
+      tx_payloads_[i] = segment_messages_.data() + i * wire::kMessageBytes + wire::kAtpHeaderBytes;
+    }
+  }
+  // Any valid header of this queue gives the L2-L4 bytes every frame shares.
+  wire::FrameFields fields;
+  fields.src_mac = config.self.mac;
+  fields.src_ip = config.self.ipv4;
+  fields.dst_mac = config.ps.mac;
+  fields.dst_ip = config.ps.ipv4;
+  fields.ip_tos = wire::kTosEct0;
+  fields.header.job = engine_->config().shape.job;
+  fields.header.seq = wire::MakeSeq(queue.index(), 0);
+  fields.header.bitmap0 = 1;
+  fields.header.bitmap1 = 1;
+  std::array<uint8_t, wire::kFrameBytes> frame{};
+  wire::EncodeFrame(fields, wire::Payload{}, config.base_port, frame);
+  std::copy_n(frame.begin(), wire::kL2L4HeaderBytes, l2l4_template_.begin());
+  pending_.reserve(burst_);
+  finishing_.reserve(burst_);
+  published_.queue = queue.index();
+}
+
+WorkerIoLoop::~WorkerIoLoop() {
+  transport::ReleaseFrames(std::span(tx_frames_).first(tx_spare_));
+  if (pending_head_ < pending_.size()) {
+    transport::ReleaseFrames(std::span(pending_).subspan(pending_head_));
+  }
+}
+
+void WorkerIoLoop::Submit(PieceRequest piece) {
+  std::lock_guard<std::mutex> lock(inbox_mu_);
+  inbox_.push_back(std::move(piece));
+  inbox_size_.store(inbox_.size(), std::memory_order_release);
+}
+
+StepResult WorkerIoLoop::Step(TimePoint now) {
+  bool work = TakeSubmitted();
+  work |= Receive(now);
+  work |= FinishCompleted();
+  work |= Transmit(now);
+  if (now >= next_publish_) {
+    Publish();
+    next_publish_ = now + kPublishInterval;
+  }
+  StepResult result;
+  result.did_work = work;
+  result.deadline = engine_->NextDeadline();
+  // Frames waiting for room at the receiver (held by the queue or by us):
+  // come back soon even if nothing else happens.
+  if (held_by_queue_ > 0 || HasPending()) {
+    result.deadline = Earliest(result.deadline, now + TimeDelta::FromMicroseconds(50));
+  }
+  return result;
+}
+
+bool WorkerIoLoop::TakeSubmitted() {
+  if (inbox_size_.load(std::memory_order_acquire) == 0) return false;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    taking_.swap(inbox_);
+    inbox_size_.store(0, std::memory_order_relaxed);
+  }
+  for (PieceRequest& piece : taking_) {
+    absl::StatusOr<worker::OperationId> id = engine_->Enqueue(piece.input, piece.output, piece.skip);
+    if (!id.ok()) {
+      piece.op->Finish(id.status());
+      continue;
+    }
+    if (records_.empty()) first_id_ = *id;
+    // Engine ids are consecutive from 1: the record of id sits at id - first_id_.
+    records_.push_back(
+        Record{std::move(piece.op), piece.output, piece.reduction, piece.average_divisor, false});
+    fragments_assigned_ += piece.fragments;
+  }
+  taking_.clear();
+  return true;
+}
+
+bool WorkerIoLoop::Receive(TimePoint now) {
+  size_t total = 0;
+  for (int b = 0; b < kRxBurstsPerStep; ++b) {
+    const size_t n = queue_.RxBurst(rx_frames_);
+    for (size_t i = 0; i < n; ++i) {
+      const std::span<const uint8_t> frame = rx_frames_[i].bytes();
+      if (wire::ValidateFrame(frame, config_.base_port) != wire::DecodeError::kOk) {
+        ++decode_errors_;
+        continue;
+      }
+      // Valid: exactly kFrameBytes. The engine dequantizes the payload
+      // straight from the frame into the operation's output.
+      engine_->OnParameterPacket(
+          wire::DecodeHeader(frame.subspan<wire::kAtpOffset, wire::kAtpHeaderBytes>()),
+          frame.subspan<wire::kPayloadOffset, wire::kPayloadBytes>(), now);
+    }
+    transport::ReleaseFrames(std::span(rx_frames_).first(n));
+    total += n;
+    if (n < rx_frames_.size()) break;
+  }
+  frames_received_ += total;
+  return total > 0;
+}
+
+bool WorkerIoLoop::FinishCompleted() {
+  size_t n;
+  bool any = false;
+  while ((n = engine_->CollectCompletions(completed_ids_)) > 0) {
+    any = true;
+    for (size_t i = 0; i < n; ++i) {
+      Record& record = records_[completed_ids_[i] - first_id_];
+      record.done = true;
+      if (record.reduction == Reduction::kAverage) {
+        const int divisor =
+            record.average_divisor > 0 ? record.average_divisor : config_.total_workers;
+        const float workers = static_cast<float>(divisor);
+        for (float& v : record.output) v /= workers;
+      }
+      finishing_.push_back(record.op);
+    }
+  }
+  if (!any) return false;
+  while (!records_.empty() && records_.front().done) {
+    records_.pop_front();
+    ++first_id_;
+  }
+  // Publish before finishing, so that stats() after a Wait sees this work.
+  Publish();
+  for (std::shared_ptr<internal::OpState>& op : finishing_) op->PieceDone();
+  finishing_.clear();
+  return true;
+}
+
+bool WorkerIoLoop::RetryPending() {
+  if (segments_head_ < segments_end_) return SendSegmentRuns();
+  if (pending_head_ == pending_.size()) return true;
+  const size_t taken = queue_.TxBurst(std::span(pending_).subspan(pending_head_));
+  frames_sent_ += taken;
+  pending_head_ += taken;
+  if (pending_head_ < pending_.size()) return false;
+  pending_.clear();
+  pending_head_ = 0;
+  return true;
+}
+
+WorkerIoLoop::SendOutcome WorkerIoLoop::SendFrames(TimePoint now) {
+  SendOutcome out;
+  // Frames allocated by an earlier Step and not used wait at the front of
+  // tx_frames_: top up to a burst (the engine often sends one or two frames
+  // a step, so allocating and freeing a whole burst each time is waste).
+  const size_t allocated =
+      tx_spare_ + queue_.tx_pool().AllocBurst(std::span(tx_frames_).subspan(tx_spare_));
+  out.capacity = allocated;
+  for (size_t i = 0; i < allocated; ++i) tx_payloads_[i] = tx_frames_[i].data + wire::kPayloadOffset;
+  // CollectSends also handles an expired retransmission timer, even with no
+  // room: it queues the resends for the next call.
+  const size_t n = engine_->CollectSends(now, std::span(tx_headers_).first(allocated),
+                                         std::span(tx_payloads_).first(allocated));
+  out.collected = n;
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t* frame = tx_frames_[i].data;
+    std::memcpy(frame, l2l4_template_.data(), wire::kL2L4HeaderBytes);
+    wire::EncodeHeader(tx_headers_[i], std::span<uint8_t, wire::kAtpHeaderBytes>(
+                                           frame + wire::kAtpOffset, wire::kAtpHeaderBytes));
+    tx_frames_[i].length = wire::kFrameBytes;
+  }
+  if (n > 0) {
+    const size_t taken = queue_.TxBurst(std::span(tx_frames_).first(n));
+    frames_sent_ += taken;
+    if (taken < n) {
+      pending_.assign(tx_frames_.begin() + static_cast<ptrdiff_t>(taken),
+                      tx_frames_.begin() + static_cast<ptrdiff_t>(n));
+      pending_head_ = 0;
+      out.blocked = true;
+    }
+  }
+  // The unused frames move to the front for the next burst.
+  std::copy(tx_frames_.begin() + static_cast<ptrdiff_t>(n),
+            tx_frames_.begin() + static_cast<ptrdiff_t>(allocated), tx_frames_.begin());
+  tx_spare_ = allocated - n;
+  return out;
+}
+
+WorkerIoLoop::SendOutcome WorkerIoLoop::SendSegmented(TimePoint now) {
+  SendOutcome out;
+  out.capacity = burst_;
+  // The payloads land in segment_messages_, each behind the 16 bytes its
+  // header takes (the transport writes them from the job, in place).
+  const size_t n = engine_->CollectSends(now, tx_headers_, tx_payloads_);
+  out.collected = n;
+  if (n == 0) return out;
+  for (size_t i = 0; i < n; ++i) segment_aggregators_[i] = tx_headers_[i].aggregator;
+  segments_head_ = 0;
+  segments_end_ = n;
+  out.blocked = !SendSegmentRuns();
+  return out;
+}
+
+bool WorkerIoLoop::SendSegmentRuns() {
+  while (segments_head_ < segments_end_) {
+    const size_t first = segments_head_;
+    const wire::AtpHeader& head = tx_headers_[first];
+    size_t k = 1;
+    while (first + k < segments_end_ && ContinuesRun(head, tx_headers_[first + k], k)) ++k;
+    transport::SegmentationJob job;
+    std::copy_n(l2l4_template_.begin(), wire::kL2L4HeaderBytes, job.header.begin());
+    wire::EncodeHeader(head, std::span<uint8_t, wire::kAtpHeaderBytes>(
+                                 job.header.data() + wire::kAtpOffset, wire::kAtpHeaderBytes));
+    job.messages = std::span(segment_messages_).subspan(first * wire::kMessageBytes,
+                                                        k * wire::kMessageBytes);
+    job.aggregators = std::span(segment_aggregators_).subspan(first, k);
+    const size_t taken = queue_.TxSegmented(job);
+    frames_sent_ += taken;
+    segments_head_ += taken;
+    if (taken < k) return false;
+  }
+  segments_head_ = 0;
+  segments_end_ = 0;
+  return true;
+}
+
+bool WorkerIoLoop::Transmit(TimePoint now) {
+  bool work = false;
+  bool blocked = false;
+  if (HasPending()) {
+    const size_t before = pending_head_ + segments_head_;
+    blocked = !RetryPending();
+    work = pending_head_ + segments_head_ != before || !HasPending();
+  }
+  // With no room the engine must still see an expired retransmission timer
+  // (CollectSends with no room queues the resends), or its deadline stays in
+  // the past and the caller would step again at once, forever.
+  if (blocked && engine_->NextDeadline() <= now) {
+    engine_->CollectSends(now, std::span<wire::AtpMessage>());
+  }
+  for (int b = 0; b < kTxBurstsPerStep && !blocked; ++b) {
+    if (!engine_->WantsToSend() && engine_->NextDeadline() > now) break;
+    const SendOutcome sent = offload_segmentation_ ? SendSegmented(now) : SendFrames(now);
+    if (sent.collected == 0) break;
+    work = true;
+    blocked = sent.blocked;
+    if (sent.collected < sent.capacity) break;
+  }
+  if (work || held_by_queue_ > 0) held_by_queue_ = queue_.Flush();
+  return work;
+}
+
+void WorkerIoLoop::Publish() {
+  const worker::WorkerQueueStats e = engine_->stats();
+  const transport::QueueStats q = queue_.stats();
+  WorkerQueueStatistics s;
+  s.queue = queue_.index();
+  s.frames_sent = frames_sent_;
+  s.fragments_sent = e.fragments_sent;
+  s.fragments_skipped = e.fragments_skipped;
+  s.retransmissions = e.resends_loss + e.resends_timeout + e.resends_overflow;
+  s.timeouts = e.timeouts;
+  s.loss_events = e.loss_events;
+  s.collisions = e.collisions_seen;
+  s.ecn_marks = e.ecn_marks;
+  s.overflow_requests = e.overflow_requests;
+  s.parameter_packets = e.parameter_packets;
+  s.frames_received = frames_received_;
+  s.decode_errors = decode_errors_;
+  s.ignored = e.ignored_unknown_seq + e.ignored_foreign;
+  s.tx_backpressure = q.tx_backpressure;
+  s.window = e.window;
+  s.ssthresh = e.ssthresh;
+  s.in_flight = e.in_flight;
+  s.queued_fragments = e.queued_positions;
+  s.fragments_assigned = fragments_assigned_;
+  s.srtt = ToDuration(e.srtt);
+  s.rto = ToDuration(e.rto);
+  std::lock_guard<std::mutex> lock(published_mu_);
+  published_ = s;
+}
+
+WorkerQueueStatistics WorkerIoLoop::statistics() const {
+  std::lock_guard<std::mutex> lock(published_mu_);
+  return published_;
+}
+
+void WorkerIoLoop::Abandon(const absl::Status& status) {
+  Publish();
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    for (PieceRequest& piece : inbox_) piece.op->Finish(status);
+    inbox_.clear();
+    inbox_size_.store(0, std::memory_order_relaxed);
+  }
+  for (Record& record : records_) {
+    if (!record.done) record.op->Finish(status);
+  }
+  records_.clear();
+}
+
+}  // namespace atp::runtime

@@ -1,0 +1,221 @@
+// lib/host/worker_io_loop.h: one I/O thread's work for one worker queue:
+// it owns a transport Queue and a WorkerQueueEngine, takes pieces of
+// operations from the scheduler, moves frames both ways, and finishes the
+// pieces whose fragments have all been acknowledged.
+//
+//   auto loop = WorkerIoLoop::Create(config, engine_config, device.queue(q));
+//   loop->Submit(piece);                          // any thread (the Worker)
+//   StepResult r = loop->Step(MonotonicNow());    // the I/O thread, over and over
+//
+// Step is one iteration: take submitted pieces (Enqueue), receive up to a few
+// bursts (wire::ValidateFrame, rejects counted; OnParameterPacket dequantizes
+// straight from the frame into the output), finish completed pieces
+// (averaging, OpState::PieceDone), then send what the engine wants, and
+// Flush. Frames or segments the transport did not take are kept and retried
+// first.
+//
+// Sending: the engine quantizes each fragment straight into the bytes that go
+// on the medium, in network byte order (CollectSends, wire form: one pass, no
+// host-order copy), and the loop adds the headers. How the burst reaches the
+// transport depends on the queue (QueueCapabilities::tx_segmentation):
+//
+//   - kKernelGso / kHardwareTso (the queue offloads segmentation): fragments
+//     are written as 264-byte ATP messages back to back in one buffer, and
+//     each run of consecutive fragments whose headers differ only in the
+//     position bits of seq (consecutive) and the aggregator index goes out
+//     as one SegmentationJob in its `messages` form (zero copy: one
+//     UDP_SEGMENT send or one TSO work request per run). Per-fragment ATP
+//     header fields thus live in each segment's message, and only the L2-L4
+//     headers and the fields a run shares come from the template. A run
+//     breaks where a header differs otherwise (a resend among first sends,
+//     fp, a seq gap), which in steady state is rare.
+//   - kSoftware (loopback, DPDK without TSO): software segmentation would
+//     replicate the template and copy every payload into a frame, so the
+//     fragments are quantized straight into TX-pool frames instead and go out
+//     with TxBurst: the same frames with one copy fewer.
+//
+// Step never blocks and reads no clock (it is handed `now`), so tests and the
+// benchmark drive it directly, without a thread.
+#ifndef ATP_LIB_HOST_WORKER_IO_LOOP_H_
+#define ATP_LIB_HOST_WORKER_IO_LOOP_H_
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "atp/transport.h"
+#include "atp/wire.h"
+#include "atp/worker.h"
+#include "lib/host/op_state.h"
+#include "lib/host/polling_thread.h"
+#include "lib/worker/worker_queue_config.h"
+#include "lib/worker/worker_queue_engine.h"
+
+namespace atp::runtime {
+
+// PieceRequest: one piece of an operation for one queue. The spans are the
+// caller's (or the Worker's Push buffer) and stay valid until `op` finishes.
+struct PieceRequest {
+  std::shared_ptr<internal::OpState> op;
+  std::span<const float> input;
+  std::span<float> output;
+  Reduction reduction = Reduction::kSum;
+  // average_divisor: what kAverage divides by; 0: the job's worker count.
+  // SkipReduce's DropReduce sets N - k (OpOptions::skip).
+  int average_divisor = 0;
+  uint64_t fragments = 0;
+  worker::FragmentSkip skip;  // SkipReduce: the fragments left out (none by default)
+};
+
+struct WorkerIoLoopConfig {
+  transport::DeviceAddress self;  // source of the frames
+  transport::DeviceAddress ps;    // destination: the PS serving this queue
+  uint16_t base_port = wire::kDefaultBasePort;
+  uint32_t max_burst = 32;        // 1..256
+  int total_workers = 1;          // for Reduction::kAverage
+};
+
+class WorkerIoLoop {
+ public:
+  static constexpr size_t kMaxBurst = 256;
+  // Bursts received per Step at most, so that sending is not starved.
+  static constexpr int kRxBurstsPerStep = 4;
+  // Bursts sent per Step at most.
+  static constexpr int kTxBurstsPerStep = 8;
+
+  // Create: `queue` (its queue index is the engine's) is used only from the
+  // thread that calls Step from then on; it must outlive the loop.
+  static absl::StatusOr<std::unique_ptr<WorkerIoLoop>> Create(
+      const WorkerIoLoopConfig& config, const worker::WorkerQueueConfig& engine_config,
+      transport::Queue& queue);
+
+  WorkerIoLoop(const WorkerIoLoop&) = delete;
+  WorkerIoLoop& operator=(const WorkerIoLoop&) = delete;
+  // Returns the frames it still holds to their pools (call after the thread
+  // stopped).
+  ~WorkerIoLoop();
+
+  // Submit: queues a piece for the next Step. Any thread; pieces are taken
+  // in Submit order.
+  void Submit(PieceRequest piece);
+
+  // Step: one iteration (see the header comment). The I/O thread only.
+  StepResult Step(TimePoint now);
+
+  // Abandon: finishes every piece not yet done (submitted or in the engine)
+  // with `status`. Only once the thread running Step has stopped.
+  void Abandon(const absl::Status& status);
+
+  // statistics: the last published snapshot. Any thread.
+  WorkerQueueStatistics statistics() const;
+
+  // Publish: snapshot the statistics now (the thread running Step, or after
+  // it stopped).
+  void Publish();
+  const worker::WorkerQueueEngine& engine() const { return *engine_; }
+  // spare_tx_frames: frames taken from the TX pool and kept for the next
+  // sends (at most a burst; returned by the destructor).
+  size_t spare_tx_frames() const { return tx_spare_; }
+
+  uint32_t queue_index() const { return queue_.index(); }
+  int wait_fd() const { return queue_.wait_fd(); }
+
+ private:
+  struct Record {
+    std::shared_ptr<internal::OpState> op;
+    std::span<float> output;
+    Reduction reduction = Reduction::kSum;
+    int average_divisor = 0;  // PieceRequest::average_divisor
+    bool done = false;
+  };
+
+  WorkerIoLoop(const WorkerIoLoopConfig& config, std::unique_ptr<worker::WorkerQueueEngine> engine,
+               transport::Queue& queue);
+
+  // SendOutcome: what one burst of sends did.
+  struct SendOutcome {
+    size_t collected = 0;  // fragments the engine wrote
+    size_t capacity = 0;   // room it was given
+    bool blocked = false;  // the transport took fewer: the rest is pending
+  };
+
+  bool TakeSubmitted();
+  bool Receive(TimePoint now);
+  bool FinishCompleted();
+  bool Transmit(TimePoint now);
+  // SendFrames / SendSegmented: one burst, as frames (TxBurst) or as
+  // segmentation jobs (TxSegmented); see the header comment.
+  SendOutcome SendFrames(TimePoint now);
+  SendOutcome SendSegmented(TimePoint now);
+  // SendSegmentRuns: offers segments [segments_head_, segments_end_) of the
+  // message buffer as jobs, run by run; false when the transport took fewer.
+  bool SendSegmentRuns();
+  // RetryPending: offers the frames or segments the transport did not take;
+  // false while some remain.
+  bool RetryPending();
+  bool HasPending() const {
+    return pending_head_ < pending_.size() || segments_head_ < segments_end_;
+  }
+
+  const WorkerIoLoopConfig config_;
+  std::unique_ptr<worker::WorkerQueueEngine> engine_;
+  transport::Queue& queue_;
+  const size_t burst_;
+  // The first 42 bytes (Ethernet, IPv4, UDP) of every frame this queue sends:
+  // the same addresses, TOS and ports every time, so they (and the IPv4
+  // checksum) are encoded once; only the ATP header and payload change.
+  std::array<uint8_t, wire::kL2L4HeaderBytes> l2l4_template_{};
+  // The queue offloads segmentation (kKernelGso, kHardwareTso).
+  const bool offload_segmentation_;
+
+  // Burst buffers, preallocated.
+  std::vector<transport::FrameRef> rx_frames_;
+  std::vector<transport::FrameRef> tx_frames_;
+  std::vector<wire::AtpHeader> tx_headers_;
+  std::vector<uint8_t*> tx_payloads_;  // where the engine quantizes message i
+  // Offload only: burst_ ATP messages (264 bytes each) back to back, the
+  // payload of message i at tx_payloads_[i]; its aggregator indices.
+  std::vector<uint8_t> segment_messages_;
+  std::vector<uint16_t> segment_aggregators_;
+  // Segments collected but not yet taken: [segments_head_, segments_end_).
+  size_t segments_head_ = 0;
+  size_t segments_end_ = 0;
+  size_t tx_spare_ = 0;  // tx_frames_[0, tx_spare_): allocated, not yet used (kept across Steps)
+  std::vector<worker::OperationId> completed_ids_;
+  // Frames encoded but not yet taken by the transport: [pending_head_, end).
+  std::vector<transport::FrameRef> pending_;
+  size_t pending_head_ = 0;
+  size_t held_by_queue_ = 0;  // what the last Flush said it still holds
+
+  // Pieces in the engine, by engine OperationId: records_[id - first_id_].
+  std::deque<Record> records_;
+  worker::OperationId first_id_ = 1;
+  std::vector<std::shared_ptr<internal::OpState>> finishing_;
+
+  // Submission inbox.
+  std::mutex inbox_mu_;
+  std::vector<PieceRequest> inbox_;               // under inbox_mu_
+  std::vector<PieceRequest> taking_;              // the I/O thread's swap buffer
+  std::atomic<size_t> inbox_size_{0};
+
+  // Counters kept here (the engine and queue keep the rest).
+  uint64_t frames_received_ = 0;
+  uint64_t decode_errors_ = 0;
+  uint64_t frames_sent_ = 0;
+  uint64_t fragments_assigned_ = 0;
+  TimePoint next_publish_;
+
+  mutable std::mutex published_mu_;
+  WorkerQueueStatistics published_;  // under published_mu_
+};
+
+}  // namespace atp::runtime
+
+#endif  // ATP_LIB_HOST_WORKER_IO_LOOP_H_

@@ -1,0 +1,117 @@
+#include "sim/job_driver.h"
+
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace atp::sim {
+
+JobDriver::JobDriver(Simulator* sim, const JobNodes& job, const WorkloadConfig& workload,
+                     std::function<void()> on_done)
+    : sim_(sim),
+      job_(job),
+      random_(Random::DeriveSeed(workload.seed, 0x6a17'7e00ull + job.shape.job)),
+      workload_(workload),
+      on_done_(std::move(on_done)) {
+  workers_.resize(job.workers.size());
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    workers_[w].node = job.workers[w];
+    workers_[w].input.resize(workload.values);
+    workers_[w].output.resize(workload.values);
+    const int index = static_cast<int>(w);
+    workers_[w].node->SetCompletionCallback(
+        [this, index](WorkerNode&, uint64_t, TimePoint now) { OnComplete(index, now); });
+    workers_[w].start_alarm =
+        std::make_unique<Alarm>(sim_, [this, index](TimePoint) { StartIteration(index); });
+  }
+}
+
+void JobDriver::Start() {
+  start_time_ = job_.start_time;
+  if (workload_.iterations <= 0) {
+    workers_done_ = static_cast<int>(workers_.size());
+    finish_time_ = start_time_;
+    if (on_done_) on_done_();
+    return;
+  }
+  for (size_t w = 0; w < workers_.size(); ++w) NextIteration(static_cast<int>(w));
+}
+
+void JobDriver::NextIteration(int index_in_job) {
+  const int64_t jitter = workload_.start_jitter.ToNanoseconds();
+  if (jitter <= 0) {
+    StartIteration(index_in_job);
+    return;
+  }
+  const TimeDelta delay =
+      TimeDelta::FromNanoseconds(static_cast<int64_t>(random_.Below(static_cast<uint64_t>(jitter))));
+  workers_[static_cast<size_t>(index_in_job)].start_alarm->Set(sim_->Now() + delay);
+}
+
+JobDriver::IterationCheck& JobDriver::CheckFor(int iteration) {
+  IterationCheck& check = checks_[iteration];
+  if (!check.expected) {
+    if (spare_.empty()) {
+      check.expected =
+          std::make_unique<ExpectedResult>(workload_, static_cast<int>(workers_.size()));
+    } else {
+      check.expected = std::move(spare_.back());
+      spare_.pop_back();
+      check.expected->Reset();
+    }
+  }
+  return check;
+}
+
+void JobDriver::Fail(std::string message) {
+  ++mismatches_;
+  if (first_error_.empty()) first_error_ = std::move(message);
+}
+
+void JobDriver::StartIteration(int index_in_job) {
+  WorkerState& worker = workers_[static_cast<size_t>(index_in_job)];
+  const int workers = static_cast<int>(workers_.size());
+  FillInput(workload_, job_.shape.job, index_in_job, workers, worker.iteration, worker.input);
+  ExpectedResult& expected = *CheckFor(worker.iteration).expected;
+  expected.Add(index_in_job, worker.input);
+  if (expected.added() == workers) expected.Finish();
+  // A pattern no correct result has, so a value the engine never wrote shows.
+  std::fill(worker.output.begin(), worker.output.end(),
+            std::numeric_limits<float>::quiet_NaN());
+  absl::StatusOr<uint64_t> op = worker.node->Start(worker.input, worker.output);
+  if (!op.ok()) Fail(std::string(op.status().message()));
+}
+
+void JobDriver::OnComplete(int index_in_job, TimePoint now) {
+  WorkerState& worker = workers_[static_cast<size_t>(index_in_job)];
+  const int iteration = worker.iteration;
+  const int workers = static_cast<int>(workers_.size());
+  IterationCheck& check = CheckFor(iteration);
+  ++results_checked_;
+  std::string why;
+  if (check.expected->added() != workers) {
+    Fail(absl::StrCat("job ", +job_.shape.job, " worker ", index_in_job, " completed iteration ",
+                      iteration, " before every worker had started it"));
+  } else if (!check.expected->Check(worker.output, &why)) {
+    Fail(absl::StrCat("job ", +job_.shape.job, " worker ", index_in_job, " iteration ",
+                      iteration, ": ", why));
+  }
+  // Every worker is checked against the same exact answer: identical everywhere.
+  if (++check.checked == workers) {
+    spare_.push_back(std::move(check.expected));
+    checks_.erase(iteration);
+  }
+
+  if (++worker.iteration < workload_.iterations) {
+    NextIteration(index_in_job);
+    return;
+  }
+  if (++workers_done_ == workers) {
+    finish_time_ = now;
+    if (on_done_) on_done_();
+  }
+}
+
+}  // namespace atp::sim

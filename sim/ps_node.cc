@@ -1,0 +1,61 @@
+#include "sim/ps_node.h"
+
+#include <utility>
+
+#include "atp/status_macros.h"
+#include "lib/host/ps_shard.h"
+#include "sim/addressing.h"
+
+namespace atp::sim {
+namespace {
+
+transport::DeviceAddress AddressOf(uint32_t ip) {
+  transport::DeviceAddress address;
+  address.ipv4.value = ip;
+  address.mac = MacOf(ip);
+  return address;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PsNode>> PsNode::Create(std::string name, Simulator* sim,
+                                                       PacketPool* pool, ps::PsConfig config,
+                                                       uint32_t ip, uint16_t base_port) {
+  runtime::PsDestinations destinations;
+  for (const protocol::JobShape& job : config.jobs) {
+    destinations[job.job] = {AddressOf(GroupIp(job.job))};
+  }
+  ATP_ASSIGN_OR_RETURN(std::unique_ptr<runtime::PsShard> shard,
+                       runtime::PsShard::Create(std::move(config), std::move(destinations),
+                                                AddressOf(ip), base_port));
+  std::unique_ptr<PsNode> node(new PsNode(std::move(name), sim, pool, ip, base_port));
+  node->loop_ = std::make_unique<runtime::PsIoLoop>(
+      std::move(shard), std::vector<transport::Queue*>{&node->nic_}, base_port,
+      /*max_burst=*/32);
+  return node;
+}
+
+PsNode::PsNode(std::string name, Simulator* sim, PacketPool* pool, uint32_t ip,
+               uint16_t base_port)
+    : Node(std::move(name)), sim_(sim), ip_(ip), nic_(pool, nullptr, AddressOf(ip), base_port) {}
+
+PsNode::~PsNode() { sim_->Unschedule(this); }
+
+ParameterServerStats PsNode::statistics() const {
+  loop_->Publish();
+  return loop_->statistics();
+}
+
+void PsNode::Receive(PacketPtr packet, int, TimePoint now) {
+  nic_.Deliver(std::move(packet));
+  Step(now);
+}
+
+void PsNode::Act(TimePoint now) { Step(now); }
+
+void PsNode::Step(TimePoint now) {
+  if (!nic_.attached()) nic_.Attach(port(0));
+  sim_->Schedule(this, loop_->Step(now).deadline);
+}
+
+}  // namespace atp::sim

@@ -1,0 +1,108 @@
+// testbed/local_cluster.h: whole ATP jobs as threads of one
+// process: workers, parameter servers and (over loopback) the switches, for
+// integration tests, examples and benchmarks.
+//
+//   LocalClusterOptions options;
+//   options.jobs.push_back(LocalJob{});
+//   options.jobs[0].job.job_id = 1;
+//   options.jobs[0].job.layout = RackLayout::Uniform(2, 2);
+//   ATP_ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Create(options));
+//   Worker& w = cluster->worker(/*job=*/0, /*rank=*/3);
+//
+// Addresses: worker (rack r, index i) of job j is 10.j.r.(i+1); its PS k is
+// 10.j.200.(k+1); its multicast group 239.1.0.j. MACs: transport::DefaultMacFor,
+// and 01:00:5e:01:00:j for the group.
+//
+// Transports: kLoopback puts every node on one LoopbackWire with a
+// SwitchFabric as its processor (the parameter servers multicast; the fabric
+// replicates); kKernelUdp opens one kernel UDP device per node on 127.0.0.1
+// with kernel-chosen ports, no switch, and the PS unicasts to each worker.
+#ifndef ATP_TESTBED_LOCAL_CLUSTER_H_
+#define ATP_TESTBED_LOCAL_CLUSTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "atp/options.h"
+#include "atp/parameter_server.h"
+#include "atp/transport.h"
+#include "atp/transport/loopback.h"
+#include "atp/transport_factory.h"
+#include "atp/worker.h"
+#include "testbed/switch_fabric.h"
+
+namespace atp::testbed {
+
+// LocalJob: one job: its options and how many PS hosts (each with its own
+// threads) serve it.
+struct LocalJob {
+  JobOptions job;
+  uint32_t parameter_servers = 1;
+  uint32_t ps_threads = 1;
+};
+
+struct LocalClusterOptions {
+  TransportKind transport = TransportKind::kLoopback;
+  // Loopback only: which switches aggregate (kernel UDP has none).
+  FabricAggregation aggregation = FabricAggregation::kTwoLevel;
+  std::vector<LocalJob> jobs;
+  PollingOptions polling;
+  // Fabric (loopback only).
+  double loss_rate = 0.0;
+  uint64_t seed = 1;
+  size_t aggregator_count = 4096;
+  uint32_t ecn_threshold = 256;
+  TimeDelta orphan_timeout = TimeDelta::FromMilliseconds(10);
+  uint64_t wipe_every_frames = 0;  // see SwitchFabricOptions
+  // Loopback receive ring per queue, frames (a power of two).
+  uint32_t ring_frames = 2048;
+};
+
+class LocalCluster {
+ public:
+  static absl::StatusOr<std::unique_ptr<LocalCluster>> Create(const LocalClusterOptions& options);
+
+  LocalCluster(const LocalCluster&) = delete;
+  LocalCluster& operator=(const LocalCluster&) = delete;
+  // Stops the workers, then the parameter servers, then closes the devices.
+  ~LocalCluster();
+
+  size_t num_jobs() const { return jobs_.size(); }
+  // Workers of job `job` in rack-major order (rank = RackLayout::RankOf).
+  size_t num_workers(size_t job) const { return jobs_[job].workers.size(); }
+  Worker& worker(size_t job, size_t rank) { return *jobs_[job].workers[rank]; }
+  ParameterServer& parameter_server(size_t job, size_t index) {
+    return *jobs_[job].servers[index];
+  }
+  // fabric / wire: null with kKernelUdp.
+  SwitchFabric* fabric() { return fabric_.get(); }
+  transport::LoopbackWire* wire() { return wire_.get(); }
+
+  // Addresses (see the header comment).
+  static wire::Ipv4Address WorkerIp(uint8_t job, int rack, int index);
+  static wire::Ipv4Address PsIp(uint8_t job, uint32_t index);
+  static transport::DeviceAddress GroupAddress(uint8_t job);
+
+ private:
+  struct Job {
+    std::vector<std::unique_ptr<transport::Device>> worker_devices;
+    std::vector<std::unique_ptr<transport::Device>> ps_devices;
+    std::vector<std::unique_ptr<ParameterServer>> servers;
+    std::vector<std::unique_ptr<Worker>> workers;
+  };
+
+  LocalCluster() = default;
+  absl::StatusOr<std::unique_ptr<transport::Device>> OpenDevice(const LocalClusterOptions& options,
+                                                                wire::Ipv4Address ip,
+                                                                uint32_t queues, uint16_t base_port);
+
+  std::unique_ptr<SwitchFabric> fabric_;
+  std::shared_ptr<transport::LoopbackWire> wire_;
+  std::vector<Job> jobs_;
+};
+
+}  // namespace atp::testbed
+
+#endif  // ATP_TESTBED_LOCAL_CLUSTER_H_

@@ -1,0 +1,163 @@
+// testbed/switch_fabric.h: ATP switches inside an in-process
+// LoopbackWire: switch hosts (switch_emulator/host/switch_host.h, what
+// atp-switchd runs) as the wire's frame processor, for tests, examples and
+// benchmarks that run workers and parameter servers as threads of one
+// process.
+//
+//   SwitchFabricOptions options;
+//   options.aggregation = FabricAggregation::kTwoLevel;
+//   options.jobs.push_back({.job_id = 7, .group = group_ip, .racks = {{w0, w1}, {w2, w3}}});
+//   ATP_ASSIGN_OR_RETURN(std::unique_ptr<SwitchFabric> fabric, SwitchFabric::Create(options));
+//   auto wire = transport::LoopbackWire::Create({.processor = fabric.get()});
+//
+// Topology: physical rack r holds rack r of every job, with its ToR switch
+// aggregating level 1 for those jobs; the parameter servers sit in one more
+// rack whose ToR aggregates level 2 (kTwoLevel). kSingleSwitch is one switch
+// for everyone, aggregating both levels (a level-1 completion feeds level 2
+// inside it). kNone aggregates nothing (the PS does all the work) but still
+// replicates parameter packets to the job's workers like a multicast router.
+//
+// Paths: a gradient goes worker -> ToR(rack) -> ToR(PS rack) -> its
+// destination (routed by IPv4); a parameter packet (destination: a job's
+// group) goes PS -> ToR(PS rack) -> ToR(each rack) -> each worker. Each
+// switch is a SwitchHost whose ports are fabric ports: one per worker of its
+// rack, one per link to another switch, one toward the parameter servers
+// (the wire routes from there). A frame entering the wire is delivered to
+// its first switch's port and the switches are polled (PollPort) until every
+// copy has left the fabric; routing, multicast, ECN marking and drops are the
+// host's. Every hop of every copy can lose the frame (loss_rate,
+// deterministic seed). The ECN depth of a port is the receive backlog of the
+// queue the frame is bound for (a worker's, or its final destination's
+// beyond another switch).
+//
+// Thread safety: Process runs under the wire's lock; the fabric also keeps
+// its own lock so stats() and WipeSwitches() may be called from any thread.
+#ifndef ATP_TESTBED_SWITCH_FABRIC_H_
+#define ATP_TESTBED_SWITCH_FABRIC_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "atp/transport/frame_pool.h"
+#include "atp/time.h"
+#include "atp/transport/loopback.h"
+#include "atp/wire.h"
+#include "switch_emulator/host/switch_host.h"
+#include "switch_emulator/pipeline/pipeline.h"
+
+namespace atp::testbed {
+
+// kForwardOnly: the switches of kTwoLevel aggregating no job: they route,
+// replicate parameter packets and mark CE past the ECN threshold, as
+// atp-switchd does for jobs it does not aggregate.
+enum class FabricAggregation : uint8_t { kNone, kSingleSwitch, kTwoLevel, kForwardOnly };
+
+// FabricJob: one job's addresses.
+struct FabricJob {
+  uint8_t job_id = 0;
+  wire::Ipv4Address group;                            // its parameter packets' destination
+  std::vector<std::vector<wire::Ipv4Address>> racks;  // racks[r]: rack r's workers, in order
+};
+
+struct SwitchFabricOptions {
+  FabricAggregation aggregation = FabricAggregation::kTwoLevel;
+  std::vector<FabricJob> jobs;
+  size_t aggregator_count = 4096;  // per switch
+  uint32_t ecn_threshold = 256;    // frames waiting at the destination queue
+  TimeDelta orphan_timeout = TimeDelta::FromMilliseconds(10);
+  double loss_rate = 0.0;          // per hop and copy, in [0, 1)
+  uint64_t seed = 1;
+  // wipe_every_frames: if > 0, every switch loses all its state (as after a
+  // reboot) each time this many more frames have entered the fabric.
+  uint64_t wipe_every_frames = 0;
+  uint16_t base_port = wire::kDefaultBasePort;
+};
+
+// FabricStats: a snapshot.
+struct FabricStats {
+  uint64_t frames = 0;        // frames the wire handed to the fabric
+  uint64_t lost = 0;          // copies dropped by loss_rate
+  uint64_t absorbed = 0;      // gradients a switch consumed (aggregated or duplicate)
+  uint64_t malformed = 0;     // frames a switch rejected
+  uint64_t multicast = 0;     // parameter packets replicated to workers
+  uint64_t wipes = 0;         // times every switch lost its state
+  std::vector<switch_emulator::PipelineCounters> switches;  // ToR 0..racks-1, then the PS rack's
+};
+
+class SwitchFabric final : public transport::FrameProcessor {
+ public:
+  static absl::StatusOr<std::unique_ptr<SwitchFabric>> Create(const SwitchFabricOptions& options);
+  ~SwitchFabric() override;
+
+  transport::WireDecision Process(std::span<uint8_t, transport::kFrameBytes> frame,
+                                  transport::EndpointId from, TimePoint now,
+                                  const transport::LoopbackWire& wire) override;
+
+  FabricStats stats() const;
+  // WipeSwitches: every switch loses all its aggregators, as after a reboot.
+  void WipeSwitches();
+  // SetLossRate: any thread.
+  void SetLossRate(double loss_rate);
+
+ private:
+  class Port;
+  class BorrowedPool;
+  struct Switch {
+    std::unique_ptr<switchd::SwitchHost> host;
+    std::vector<std::unique_ptr<Port>> ports;
+  };
+  // Arrival: a frame waiting in `port` of switch `sw` for that host's poll.
+  struct Arrival {
+    uint32_t sw;
+    uint32_t port;
+  };
+
+  explicit SwitchFabric(const SwitchFabricOptions& options);
+  absl::Status Build();
+  // AddSwitch: a switch aggregating `jobs` (its ports come later).
+  absl::Status AddSwitch(std::vector<switch_emulator::JobConfig> jobs);
+  uint32_t AddPort(uint32_t sw, std::string name);
+  void Link(uint32_t a, uint32_t b, uint32_t* a_port, uint32_t* b_port);
+
+  bool Lose();
+  // Sent: what a port's TxBurst does with a frame (called by Port).
+  void Sent(const Port& port, const transport::FrameRef& frame);
+  // Depth: the ECN depth of a port toward the frame now in the fabric.
+  size_t Depth(const Port& port, uint32_t queue) const;
+  transport::WireDecision Run(std::span<uint8_t, transport::kFrameBytes> frame,
+                              uint32_t sw, uint32_t port, TimePoint now);
+  void Emit(std::span<uint8_t, transport::kFrameBytes> frame, const transport::FrameRef& out);
+
+  const SwitchFabricOptions options_;
+  mutable std::mutex mu_;
+  std::vector<Switch> switches_;                              // under mu_
+  // group_racks_: a job's group ip -> its racks' workers (racks[r]).
+  absl::flat_hash_map<uint32_t, std::vector<std::vector<wire::Ipv4Address>>> group_racks_;
+  absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> worker_port_;  // ip -> (switch, port)
+  uint32_t ps_switch_ = 0;                                    // where frames leave for the PS
+  uint32_t ps_port_ = 0;
+  std::unique_ptr<BorrowedPool> borrowed_;                    // the wire's frame
+  std::unique_ptr<transport::HeapFramePool> copies_;          // multicast copies
+  // Per Process call (under mu_):
+  const transport::LoopbackWire* wire_ = nullptr;
+  const uint8_t* current_ = nullptr;                          // the entering frame's bytes
+  std::vector<Arrival> pending_;
+  std::vector<transport::EndpointId> endpoints_;              // kSendTo storage
+  std::vector<transport::FrameRef> output_;                   // frames that left the fabric
+  bool routed_ = false;                                       // a copy left toward the PS
+  bool emitted_ = false;                                      // the wire's frame holds the output
+  uint64_t rng_;                                              // under mu_
+  uint64_t loss_threshold_;                                   // under mu_
+  FabricStats counters_;                                      // under mu_ (switches unused)
+};
+
+}  // namespace atp::testbed
+
+#endif  // ATP_TESTBED_SWITCH_FABRIC_H_
