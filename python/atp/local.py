@@ -320,10 +320,17 @@ def supervise(args):
     except KeyboardInterrupt:
         status = 128 + (stop_now[0] if stop_now else signal.SIGINT)
     finally:
-        # Tearing down is not interrupted: the parent's death may send
-        # SIGTERM just after stdin reached EOF.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # Tearing down is not interrupted. The owner's death closes stdin and
+        # sends SIGTERM (the parent-death signal) at the same instant, so the
+        # handler may still run (raising) at the first statements here, after
+        # read() saw EOF: catch that and try again until both are ignored.
+        while True:
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                break
+            except KeyboardInterrupt:
+                status = 128 + (stop_now[0] if stop_now else signal.SIGINT)
         stats = cluster.stop()
         try:
             print(json.dumps({"final_stats": stats}), flush=True)
