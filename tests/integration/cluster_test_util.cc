@@ -27,6 +27,27 @@ std::vector<float> ExpectedAggregate(const std::vector<std::vector<float>>& inpu
   return testbed::ExpectedAggregate(spans, scale, reduction);
 }
 
+testbed::LocalJob TestJob(uint8_t id, int racks, int workers_per_rack, uint32_t io_threads) {
+  testbed::LocalJob job;
+  job.job.job_id = id;
+  job.job.layout = RackLayout::Uniform(racks, workers_per_rack);
+  job.job.io_threads = io_threads;
+  job.job.slots = 256;
+  job.job.initial_window = 64;
+  job.job.scheduler.min_piece_fragments = 16;
+  job.job.scheduler.max_piece_fragments = 256;
+  job.job.initial_retransmission_timeout = absl::Milliseconds(5);
+  job.job.max_retransmission_timeout = absl::Milliseconds(50);
+  return job;
+}
+
+std::unique_ptr<testbed::LocalCluster> MakeCluster(testbed::LocalClusterOptions options) {
+  absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> cluster =
+      testbed::LocalCluster::Create(options);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return cluster.ok() ? *std::move(cluster) : nullptr;
+}
+
 namespace {
 
 bool BitIdentical(const std::vector<float>& a, const std::vector<float>& b) {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -14,6 +15,16 @@
 #include "testbed/local_cluster.h"
 
 namespace atp::integration {
+
+// TestJob: a job of `racks` x `workers_per_rack` workers shaped for tests:
+// small pieces (so tensors of a few thousand values already spread over the
+// queues) and short retransmission timeouts (frames dropped at a full
+// receive ring are recovered by timeouts; a test never waits a whole second).
+testbed::LocalJob TestJob(uint8_t id, int racks, int workers_per_rack, uint32_t io_threads = 2);
+
+// MakeCluster: LocalCluster::Create, failing the test (and returning null)
+// on an error.
+std::unique_ptr<testbed::LocalCluster> MakeCluster(testbed::LocalClusterOptions options);
 
 // Values: n floats uniform in [-range, range], deterministic in `seed`.
 std::vector<float> Values(size_t n, uint64_t seed, float range = 1.0f);

@@ -22,32 +22,9 @@ namespace {
 
 using testbed::FabricAggregation;
 using testbed::FabricStats;
-using testbed::LocalCluster;
 using testbed::LocalClusterOptions;
 using testbed::LocalJob;
 
-LocalJob Job(uint8_t id, int racks, int workers_per_rack, uint32_t io_threads = 2) {
-  LocalJob job;
-  job.job.job_id = id;
-  job.job.layout = RackLayout::Uniform(racks, workers_per_rack);
-  job.job.io_threads = io_threads;
-  job.job.slots = 256;
-  job.job.initial_window = 64;
-  // Small pieces, so that tensors of a few thousand values already spread.
-  job.job.scheduler.min_piece_fragments = 16;
-  job.job.scheduler.max_piece_fragments = 256;
-  // Frames dropped at a full receive ring are recovered by timeouts; keep the
-  // backed-off timeout short so that a test never waits a whole second.
-  job.job.initial_retransmission_timeout = absl::Milliseconds(5);
-  job.job.max_retransmission_timeout = absl::Milliseconds(50);
-  return job;
-}
-
-std::unique_ptr<LocalCluster> Make(LocalClusterOptions options) {
-  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Create(options);
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? *std::move(cluster) : nullptr;
-}
 
 // A mix of sizes: tiny, odd, one window, far beyond a window.
 std::vector<size_t> MixedSizes() {
@@ -59,8 +36,8 @@ uint64_t Completed(const FabricStats& s, size_t sw) { return s.switches[sw].comp
 TEST(LoopbackClusterTest, TwoRacksTwoLevelsOfSwitchesGiveExactIdenticalResults) {
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kTwoLevel;
-  options.jobs.push_back(Job(1, /*racks=*/2, /*workers_per_rack=*/2));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(1, /*racks=*/2, /*workers_per_rack=*/2));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 1}));
   // Both levels aggregated: the ToRs of racks 0 and 1 completed level 1, the
@@ -79,8 +56,8 @@ TEST(LoopbackClusterTest, TwoRacksTwoLevelsOfSwitchesGiveExactIdenticalResults) 
 TEST(LoopbackClusterTest, OneSwitchForASingleRackAggregatesBothLevels) {
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kSingleSwitch;
-  options.jobs.push_back(Job(2, /*racks=*/1, /*workers_per_rack=*/3));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(2, /*racks=*/1, /*workers_per_rack=*/3));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 2}));
   EXPECT_GT(Completed(cluster->fabric()->stats(), 0), 0u);
@@ -89,8 +66,8 @@ TEST(LoopbackClusterTest, OneSwitchForASingleRackAggregatesBothLevels) {
 TEST(LoopbackClusterTest, WithoutSwitchesThePsDoesAllTheAggregation) {
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kNone;
-  options.jobs.push_back(Job(3, /*racks=*/2, /*workers_per_rack=*/2));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(3, /*racks=*/2, /*workers_per_rack=*/2));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 3}));
   // Every worker's every fragment reached the PS: 4 contributions per fragment.
@@ -109,8 +86,8 @@ TEST(LoopbackClusterTest, ForwardingSwitchesMarkCeAndThePsCarriesItToTheWorkers)
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kForwardOnly;
   options.ecn_threshold = 0;
-  options.jobs.push_back(Job(5, /*racks=*/2, /*workers_per_rack=*/2, /*io_threads=*/1));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(5, /*racks=*/2, /*workers_per_rack=*/2, /*io_threads=*/1));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = {62 * 3000}, .seed = 5}));
   uint64_t marks = 0;
@@ -128,14 +105,14 @@ TEST(LoopbackClusterTest, LossOnEveryHopStillGivesExactResults) {
   options.aggregation = FabricAggregation::kTwoLevel;
   options.loss_rate = 0.01;
   options.seed = 77;
-  options.jobs.push_back(Job(4, /*racks=*/2, /*workers_per_rack=*/2));
+  options.jobs.push_back(TestJob(4, /*racks=*/2, /*workers_per_rack=*/2));
   // With 1% loss on each of the 3 to 6 hops, about one fragment in five needs
   // a resend round (any worker's copy or parameter packet lost), and resend
   // rounds give no RTT samples, so the timeout keeps backing off: cap it, or
   // a few unlucky rounds at the default 1 s cap dominate the test's time.
   options.jobs[0].job.initial_retransmission_timeout = absl::Milliseconds(5);
   options.jobs[0].job.max_retransmission_timeout = absl::Milliseconds(20);
-  auto cluster = Make(options);
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   EXPECT_TRUE(RunCollective(*cluster, 0,
                             {.sizes = {62 * 2000, 1000, 62 * 300 + 1, 7}, .seed = 4}));
@@ -153,12 +130,12 @@ TEST(LoopbackClusterTest, SwitchesLosingTheirStateMidJobStillGiveExactResults) {
   options.aggregation = FabricAggregation::kTwoLevel;
   // Every switch reboots (loses every aggregator) after each 2000 frames.
   options.wipe_every_frames = 2000;
-  options.jobs.push_back(Job(5, /*racks=*/2, /*workers_per_rack=*/2));
+  options.jobs.push_back(TestJob(5, /*racks=*/2, /*workers_per_rack=*/2));
   // Fragments caught by a wipe are recovered by timeouts; resent fragments
   // give no RTT samples, so cap the backed-off timeout (see the loss test).
   options.jobs[0].job.initial_retransmission_timeout = absl::Milliseconds(5);
   options.jobs[0].job.max_retransmission_timeout = absl::Milliseconds(20);
-  auto cluster = Make(options);
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = {62 * 3000, 500, 62 * 64}, .seed = 5}));
   EXPECT_GT(cluster->fabric()->stats().wipes, 2u);
@@ -169,9 +146,9 @@ TEST(LoopbackClusterTest, TwoConcurrentJobsSharingTheSwitchesAreBothExact) {
   options.aggregation = FabricAggregation::kTwoLevel;
   // A small aggregator array, so that the jobs collide on it.
   options.aggregator_count = 64;
-  options.jobs.push_back(Job(6, /*racks=*/2, /*workers_per_rack=*/2));
-  options.jobs.push_back(Job(7, /*racks=*/2, /*workers_per_rack=*/1, /*io_threads=*/3));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(6, /*racks=*/2, /*workers_per_rack=*/2));
+  options.jobs.push_back(TestJob(7, /*racks=*/2, /*workers_per_rack=*/1, /*io_threads=*/3));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   ::testing::AssertionResult second = ::testing::AssertionSuccess();
   std::thread other([&] {
@@ -188,11 +165,11 @@ TEST(LoopbackClusterTest, TwoConcurrentJobsSharingTheSwitchesAreBothExact) {
 TEST(LoopbackClusterTest, ShardedParameterServersServeTheirQueues) {
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kNone;
-  LocalJob job = Job(8, /*racks=*/1, /*workers_per_rack=*/2, /*io_threads=*/4);
+  LocalJob job = TestJob(8, /*racks=*/1, /*workers_per_rack=*/2, /*io_threads=*/4);
   job.parameter_servers = 2;
   job.ps_threads = 2;
   options.jobs.push_back(job);
-  auto cluster = Make(options);
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = {62 * 2000, 62 * 16 * 4}, .seed = 8}));
   for (uint32_t k = 0; k < 2; ++k) {
@@ -204,8 +181,8 @@ TEST(LoopbackClusterTest, ShardedParameterServersServeTheirQueues) {
 
 TEST(LoopbackClusterTest, AveragingDividesByTheWorkerCountOnEveryWorker) {
   LocalClusterOptions options;
-  options.jobs.push_back(Job(9, /*racks=*/2, /*workers_per_rack=*/2));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(9, /*racks=*/2, /*workers_per_rack=*/2));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   EXPECT_TRUE(RunCollective(*cluster, 0,
                             {.sizes = {62 * 100 + 5, 3}, .seed = 9,
@@ -214,8 +191,8 @@ TEST(LoopbackClusterTest, AveragingDividesByTheWorkerCountOnEveryWorker) {
 
 TEST(LoopbackClusterTest, OverflowAndNonFiniteValuesTakeTheFloatPath) {
   LocalClusterOptions options;
-  options.jobs.push_back(Job(10, /*racks=*/2, /*workers_per_rack=*/2));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(10, /*racks=*/2, /*workers_per_rack=*/2));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   // Fragment 0: ordinary values. Fragment 1: 15.0 quantizes to 1.5e9 (fine
   // alone); four of them overflow int32 at the switches. Fragment 2: one
@@ -244,8 +221,8 @@ TEST(LoopbackClusterTest, IdleIoThreadsBackOffInsteadOfBurningCores) {
   // 4 workers x 2 I/O threads + a PS thread: busy pollers would take every
   // core of the machine. Idle, they must sleep nearly all the time.
   LocalClusterOptions options;
-  options.jobs.push_back(Job(11, /*racks=*/2, /*workers_per_rack=*/2));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(11, /*racks=*/2, /*workers_per_rack=*/2));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = {62 * 100}, .seed = 11}));
   // Measure the process's CPU time over half a second of idleness (a

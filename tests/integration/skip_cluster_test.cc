@@ -18,29 +18,8 @@ namespace atp::integration {
 namespace {
 
 using testbed::FabricAggregation;
-using testbed::LocalCluster;
 using testbed::LocalClusterOptions;
-using testbed::LocalJob;
 
-LocalJob Job(uint8_t id, int racks, int workers_per_rack) {
-  LocalJob job;
-  job.job.job_id = id;
-  job.job.layout = RackLayout::Uniform(racks, workers_per_rack);
-  job.job.io_threads = 2;
-  job.job.slots = 256;
-  job.job.initial_window = 64;
-  job.job.scheduler.min_piece_fragments = 16;
-  job.job.scheduler.max_piece_fragments = 256;
-  job.job.initial_retransmission_timeout = absl::Milliseconds(5);
-  job.job.max_retransmission_timeout = absl::Milliseconds(50);
-  return job;
-}
-
-std::unique_ptr<LocalCluster> Make(LocalClusterOptions options) {
-  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Create(options);
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? *std::move(cluster) : nullptr;
-}
 
 // Sizes: tiny (fewer fragments than workers), odd, and several pieces.
 std::vector<size_t> Sizes() { return {5, 61, 1000, 62 * 100 + 17, 40'000}; }
@@ -48,8 +27,8 @@ std::vector<size_t> Sizes() { return {5, 61, 1000, 62 * 100 + 17, 40'000}; }
 TEST(SkipClusterTest, TwoRacksTwoLevelsEveryModeMatchesTheReference) {
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kTwoLevel;
-  options.jobs.push_back(Job(1, /*racks=*/2, /*workers_per_rack=*/2));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(1, /*racks=*/2, /*workers_per_rack=*/2));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   const std::vector<SkipOptions> modes = {
       {.mode = SkipMode::kStatic, .reduce_scatter_steps = 1},
@@ -76,8 +55,8 @@ TEST(SkipClusterTest, TwoRacksTwoLevelsEveryModeMatchesTheReference) {
 TEST(SkipClusterTest, AveragesDivideByNOrByTheContributorsWithDropReduce) {
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kSingleSwitch;
-  options.jobs.push_back(Job(2, /*racks=*/1, /*workers_per_rack=*/4));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(2, /*racks=*/1, /*workers_per_rack=*/4));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   for (SkipDivisor divisor : {SkipDivisor::kAllRanks, SkipDivisor::kContributors}) {
     EXPECT_TRUE(RunCollective(
@@ -92,8 +71,8 @@ TEST(SkipClusterTest, AveragesDivideByNOrByTheContributorsWithDropReduce) {
 TEST(SkipClusterTest, SelectivePolicyOverBucketsAndIterations) {
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kNone;  // the PS alone
-  options.jobs.push_back(Job(3, /*racks=*/1, /*workers_per_rack=*/3));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(3, /*racks=*/1, /*workers_per_rack=*/3));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   SkipPolicy policy{.mode = SkipMode::kRandom, .rate = 0.34, .seed = 11};
   policy.protected_tensors = {1};
@@ -109,8 +88,8 @@ TEST(SkipClusterTest, SelectivePolicyOverBucketsAndIterations) {
 TEST(SkipClusterTest, BadOptionsAreRefusedNamingTheField) {
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kNone;
-  options.jobs.push_back(Job(4, /*racks=*/1, /*workers_per_rack=*/2));
-  auto cluster = Make(options);
+  options.jobs.push_back(TestJob(4, /*racks=*/1, /*workers_per_rack=*/2));
+  auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   std::vector<float> in(100, 1.0f), out(100);
   Worker& w = cluster->worker(0, 0);
