@@ -1,9 +1,13 @@
 #include "switch_emulator/daemon/switch_daemon.h"
 
+#include <poll.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <utility>
+#include <vector>
 
 #include "atp/status_macros.h"
 #include "lib/host/adaptive_backoff.h"
@@ -14,6 +18,19 @@ namespace {
 
 // Flush rounds at Stop, so frames taken just before are pushed out.
 constexpr int kDrainRounds = 16;
+
+// SleepUntilFrameOr: at most `at_most`, less if one of `fds` turns readable
+// (a frame arrived); a plain sleep when `fds` is empty.
+void SleepUntilFrameOr(std::vector<pollfd>& fds, TimeDelta at_most) {
+  const int64_t ns = std::max<int64_t>(at_most.ToNanoseconds(), 0);
+  if (fds.empty()) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+    return;
+  }
+  const timespec timeout{static_cast<time_t>(ns / 1'000'000'000),
+                         static_cast<long>(ns % 1'000'000'000)};
+  ppoll(fds.data(), fds.size(), &timeout, nullptr);
+}
 
 }  // namespace
 
@@ -62,6 +79,11 @@ void SwitchDaemon::Stop() {
 void SwitchDaemon::Run() {
   if (options_.on_thread_start) options_.on_thread_start();
   runtime::AdaptiveBackoff backoff(options_.polling);
+  // An idle thread sleeps on its ports' wait fds, so a frame on a port that
+  // has one (kernel UDP, loopback) ends the sleep at once instead of after
+  // up to max_sleep per hop; ports without one (memif) wait out the sleep.
+  std::vector<pollfd> wake_fds;
+  for (int fd : host_->WaitFds()) wake_fds.push_back(pollfd{fd, POLLIN, 0});
   uint64_t served = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     const size_t work = PollRound(options_.clock());
@@ -81,7 +103,7 @@ void SwitchDaemon::Run() {
       case runtime::AdaptiveBackoff::Action::kSpin: runtime::CpuRelax(); break;
       case runtime::AdaptiveBackoff::Action::kYield: sched_yield(); break;
       case runtime::AdaptiveBackoff::Action::kSleep:
-        std::this_thread::sleep_for(std::chrono::nanoseconds(backoff.sleep().ToNanoseconds()));
+        SleepUntilFrameOr(wake_fds, backoff.sleep());
         break;
     }
   }

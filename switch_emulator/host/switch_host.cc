@@ -105,6 +105,17 @@ absl::Status SwitchHost::AddPort(HostPort port) {
   return absl::OkStatus();
 }
 
+std::vector<int> SwitchHost::WaitFds() const {
+  std::vector<int> fds;
+  for (const Port& port : ports_) {
+    for (uint32_t q = 0; q < port.queues; ++q) {
+      const int fd = port.device->queue(q).wait_fd();
+      if (fd >= 0) fds.push_back(fd);
+    }
+  }
+  return fds;
+}
+
 size_t SwitchHost::Step(TimePoint now, TimePoint* deadline) {
   ++poll_rounds_;
   size_t received = 0;

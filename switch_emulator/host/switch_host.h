@@ -127,6 +127,10 @@ class SwitchHost {
   const switch_emulator::SwitchPipeline& pipeline() const { return pipeline_; }
   const SwitchHostOptions& options() const { return options_; }
   uint32_t port_count() const { return static_cast<uint32_t>(ports_.size()); }
+  // WaitFds: the wait_fd of every queue of every port that has one (kernel
+  // UDP sockets, loopback eventfds; not memif, whose PMD has no Rx
+  // interrupts), for a thread that sleeps until a frame arrives.
+  std::vector<int> WaitFds() const;
 
  private:
   struct Port {

@@ -586,5 +586,21 @@ TEST(SwitchDaemonCreateTest, RefusesBadOptions) {
   EXPECT_FALSE(SwitchDaemon::Create(std::move(bad_base), {{"a", &a}}).ok());
 }
 
+// The daemon's idle thread sleeps on these (SwitchDaemon::Run), so a frame on
+// a port that has one wakes it: every queue of every loopback port, in port
+// then queue order.
+TEST(SwitchHostWaitFdsTest, EveryQueueOfEveryPortThatHasOneIsListed) {
+  Link a = MakeLink(Node("10.0.0.1"), 2);
+  Link b = MakeLink(Node("10.0.0.2"), 3);
+  absl::StatusOr<std::unique_ptr<SwitchHost>> host = SwitchHost::Create(
+      SwitchHostOptions{}, {{"a", a.switch_side.get()}, {"b", b.switch_side.get()}});
+  ASSERT_TRUE(host.ok()) << host.status();
+  std::vector<int> expected;
+  for (uint32_t q = 0; q < 2; ++q) expected.push_back(a.switch_side->queue(q).wait_fd());
+  for (uint32_t q = 0; q < 3; ++q) expected.push_back(b.switch_side->queue(q).wait_fd());
+  for (int fd : expected) EXPECT_GE(fd, 0);
+  EXPECT_EQ((*host)->WaitFds(), expected);
+}
+
 }  // namespace
 }  // namespace atp::switchd
