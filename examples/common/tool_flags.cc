@@ -17,8 +17,9 @@ ABSL_FLAG(int, rto_floor_us, 1000,
           "Retransmission timeout floor, microseconds, 1..60000000. On a machine with fewer cores than "
           "threads, scheduling delays beyond it cause spurious resends.");
 ABSL_FLAG(int, max_sleep_us, 1000,
-          "Longest sleep of an idle I/O thread, microseconds, 1..1000000 (the loopback transport cannot wake "
-          "a sleeping receiver, so this bounds the latency it adds per hop).");
+          "Longest sleep of an idle I/O thread, microseconds, 1..1000000 (a thread sleeps on its queues' "
+          "wait fds, so a frame wakes it sooner; on memif, which has none, this bounds the latency "
+          "a sleep adds per hop).");
 ABSL_FLAG(int, spin_iterations, atp::PollingOptions{}.spin_iterations,
           "Idle rounds an I/O thread spins (no syscall) before it yields; 0 by default, spin only "
           "with a core per I/O thread (a spinner delays the thread that holds the next frame).");
