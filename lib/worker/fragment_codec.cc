@@ -23,6 +23,12 @@ std::span<const int32_t, wire::kValuesPerFragment> AsInt32(const wire::Payload& 
       reinterpret_cast<const int32_t*>(payload.data()), wire::kValuesPerFragment);
 }
 
+// CopyFloatBits: n floats' bytes; nothing when n is 0 (an empty span's
+// data() may be null, which memcpy must not be given).
+void CopyFloatBits(void* to, const void* from, size_t n) {
+  if (n > 0) std::memcpy(to, from, n * sizeof(float));
+}
+
 }  // namespace
 
 FragmentEncoding EncodeFragment(std::span<const float> values, double scale,
@@ -34,7 +40,7 @@ FragmentEncoding EncodeFragment(std::span<const float> values, double scale,
       Quantize(values.first(n), scale, AsInt32(payload)) == QuantizeOutcome::kExact) {
     return FragmentEncoding::kInteger;
   }
-  std::memcpy(payload.data(), values.data(), n * sizeof(float));
+  CopyFloatBits(payload.data(), values.data(), n);
   return FragmentEncoding::kFloat;
 }
 
@@ -52,7 +58,7 @@ FragmentEncoding EncodeFragmentToWire(std::span<const float> values, double scal
   // The float32 path is the rare one (NaN, infinity, saturation, overflow
   // requests): it goes through the wire codec's byte swap.
   wire::Payload bits{};
-  std::memcpy(bits.data(), values.data(), n * sizeof(float));
+  CopyFloatBits(bits.data(), values.data(), n);
   wire::EncodePayload(bits, payload);
   return FragmentEncoding::kFloat;
 }
@@ -65,7 +71,7 @@ void DecodeResult(bool fp, const wire::Payload& payload, double scale, std::span
   assert(out.size() <= wire::kValuesPerFragment);
   const size_t n = std::min(out.size(), wire::kValuesPerFragment);
   if (fp) {
-    std::memcpy(out.data(), payload.data(), n * sizeof(float));
+    CopyFloatBits(out.data(), payload.data(), n);
   } else {
     Dequantize(AsInt32(payload).first(n), scale, out.first(n));
   }
@@ -78,7 +84,7 @@ void DecodeResultFromWire(bool fp, std::span<const uint8_t, wire::kPayloadBytes>
   if (fp) {
     wire::Payload bits;
     wire::DecodePayload(payload, bits);
-    std::memcpy(out.data(), bits.data(), n * sizeof(float));
+    CopyFloatBits(out.data(), bits.data(), n);
   } else {
     DequantizeFromWire(payload, scale, out.first(n));
   }

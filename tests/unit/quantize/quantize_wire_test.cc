@@ -4,6 +4,7 @@
 // AVX2, the dispatcher), every length 0..70 (the vector body and every tail),
 // edge values at every position, unaligned buffers, and nothing written past
 // the 4 * n bytes.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -127,7 +128,7 @@ TEST(DequantizeFromWireTest, EqualsDequantizeOfTheSwappedInts) {
       DequantizeScalar(q, kDefaultScale, want);
       const std::vector<uint8_t> bytes = BigEndian(q);
       std::vector<uint8_t> buffer(kMisalign + bytes.size());
-      std::memcpy(buffer.data() + kMisalign, bytes.data(), bytes.size());
+      std::copy(bytes.begin(), bytes.end(), buffer.begin() + kMisalign);
       const float sentinel = std::bit_cast<float>(0x5a5a5a5au);
       std::vector<float> got(n + 1, sentinel);
       impl.dequantize(std::span<const uint8_t>(buffer).subspan(kMisalign), kDefaultScale,
