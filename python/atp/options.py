@@ -123,13 +123,16 @@ class AtpOptions:
     address: str = ""        # this worker's ATP IPv4 (real cluster)
     udp_bind: str = ""       # kernel UDP: IP:PORT of this worker's queue 0
     udp_gateway: str = ""    # kernel UDP overlay: IP:PORT of the ToR switch's socket
-    # Timing. rto_floor_s: the retransmission floor (50 ms, as the testbed
-    # uses on a loaded machine; docs/testbed.md). timeout_s: how long a Work
-    # or a hook future waits before failing.
+    # Timing. rto_floor_s: the retransmission floor. 50 ms dates from when
+    # the testbed forced that floor; the engine's timeout now follows the
+    # collective round trip (docs/protocol.md) and the tools' floor is 1 ms,
+    # so this default is to be re-measured. timeout_s: how long a Work or a
+    # hook future waits before failing.
     rto_floor_s: float = 0.05
     timeout_s: float = 300.0
-    # Polling of the worker's I/O threads: spin this many idle rounds before
-    # sleeping (0 on machines with fewer cores than busy threads).
+    # Polling of the worker's I/O threads: idle rounds spent spinning, then
+    # yielding, before sleeping on the queues' wait fds (0 and 0 here; the
+    # C++ PollingOptions default yields 64 rounds).
     spin_iterations: int = 0
     yield_iterations: int = 0
     # SkipReduce in the hooks (atp.hook; docs/skipreduce.md).
