@@ -12,6 +12,8 @@
 #include <limits>
 #include <span>
 
+#include "lib/wire/byte_order.h"
+
 namespace atp {
 namespace {
 
@@ -65,17 +67,13 @@ inline int32_t QuantizeOne(float x, double scale, bool* needs_float) {
   return static_cast<int32_t>(t);
 }
 
-// StoreBig32 / LoadBig32: one int32 in network byte order at unaligned p.
+// StoreBig32 / LoadBig32: one int32 in network byte order at unaligned p
+// (lib/wire/byte_order.h, the one home of byte order).
 inline void StoreBig32(uint8_t* p, int32_t v) {
-  uint32_t u = static_cast<uint32_t>(v);
-  if constexpr (std::endian::native == std::endian::little) u = __builtin_bswap32(u);
-  std::memcpy(p, &u, sizeof(u));
+  wire::internal::StoreBig32(p, static_cast<uint32_t>(v));
 }
 inline int32_t LoadBig32(const uint8_t* p) {
-  uint32_t u;
-  std::memcpy(&u, p, sizeof(u));
-  if constexpr (std::endian::native == std::endian::little) u = __builtin_bswap32(u);
-  return static_cast<int32_t>(u);
+  return static_cast<int32_t>(wire::internal::LoadBig32(p));
 }
 
 }  // namespace

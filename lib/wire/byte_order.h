@@ -1,5 +1,7 @@
-// lib/wire/byte_order.h: big-endian loads and stores on unaligned bytes, for
-// the wire codec. Private to lib/wire.
+// lib/wire/byte_order.h: big-endian loads and stores on unaligned bytes: the
+// one home of byte order for the wire's fields and values, used by the wire
+// codec and frame view, quantization (lib/quantize), the switch pipeline and
+// host, and the in-process fabric. Not installed.
 //
 // Every function takes a raw pointer to at least 2 (or 4) readable or writable
 // bytes; callers check bounds first. memcpy + bswap compiles to a single

@@ -24,6 +24,7 @@
 #endif
 
 #include "atp/wire.h"
+#include "lib/wire/byte_order.h"
 #include "lib/wire/header_layout.h"
 
 namespace atp::wire::internal {
@@ -130,11 +131,7 @@ struct HeaderWords {
 
 // LoadHeaderWords: the header words of the frame at `frame` (reads bytes 42..57).
 inline HeaderWords LoadHeaderWords(const uint8_t* frame) {
-  const auto big32 = [frame](size_t at) {
-    uint32_t v;
-    std::memcpy(&v, frame + kAtpOffset + at, sizeof(v));
-    return std::endian::native == std::endian::little ? __builtin_bswap32(v) : v;
-  };
+  const auto big32 = [frame](size_t at) { return LoadBig32(frame + kAtpOffset + at); };
   static_assert(kFanFlagsOffset + 2 == kAggregatorOffset, "one word holds both");
   const uint32_t fan_flags_aggregator = big32(kFanFlagsOffset);
   return {big32(kJobSeqOffset), big32(kBitmap0Offset), big32(kBitmap1Offset),
@@ -163,9 +160,7 @@ inline bool Ipv4ChecksumPasses(const uint8_t* frame) {
 // PortsMatch: both UDP ports are base_port + queue of seq (a sum beyond 0xFFFF
 // never matches).
 inline bool PortsMatch(const uint8_t* frame, uint16_t base_port, uint32_t job_seq) {
-  uint32_t ports;
-  std::memcpy(&ports, frame + kPortsAt, sizeof(ports));
-  if constexpr (std::endian::native == std::endian::little) ports = __builtin_bswap32(ports);
+  const uint32_t ports = LoadBig32(frame + kPortsAt);
   const uint32_t port = uint32_t{base_port} + QueueOfSeq(job_seq);
   return ports == port * 0x10001u && (port >> 16) == 0;
 }
@@ -232,9 +227,7 @@ __attribute__((target("avx512f,avx512bw"))) inline bool FrameChecksPassAvx512(
     const uint8_t* frame, uint16_t base_port, const HeaderWords& h) {
   const uint32_t port = uint32_t{base_port} + QueueOfSeq(h.job_seq);
   // The ports as they lie in memory: big-endian.
-  const auto port_in_memory = static_cast<int16_t>(
-      std::endian::native == std::endian::little ? __builtin_bswap16(static_cast<uint16_t>(port))
-                                                 : static_cast<uint16_t>(port));
+  const auto port_in_memory = static_cast<int16_t>(HostToBig16(static_cast<uint16_t>(port)));
   const __m512i bytes = _mm512_loadu_si512(frame);
   const __m512i mask = _mm512_load_si512(kFixedAndPortsMaskImage.data());
   const __m512i value = _mm512_mask_set1_epi16(_mm512_load_si512(kFixedValueImage.data()),

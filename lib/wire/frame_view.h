@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "atp/wire.h"
+#include "lib/wire/byte_order.h"
 
 namespace atp::wire {
 
@@ -74,24 +75,10 @@ class FrameView {
  private:
   uint8_t* atp() { return frame_ + kAtpOffset; }
   const uint8_t* atp() const { return frame_ + kAtpOffset; }
-  static uint32_t Load32(const uint8_t* p) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return __builtin_bswap32(v);
-  }
-  static uint16_t Load16(const uint8_t* p) {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    return __builtin_bswap16(v);
-  }
-  static void Store32(uint8_t* p, uint32_t v) {
-    v = __builtin_bswap32(v);
-    std::memcpy(p, &v, 4);
-  }
-  static void Store16(uint8_t* p, uint16_t v) {
-    v = __builtin_bswap16(v);
-    std::memcpy(p, &v, 2);
-  }
+  static uint32_t Load32(const uint8_t* p) { return internal::LoadBig32(p); }
+  static uint16_t Load16(const uint8_t* p) { return internal::LoadBig16(p); }
+  static void Store32(uint8_t* p, uint32_t v) { internal::StoreBig32(p, v); }
+  static void Store16(uint8_t* p, uint16_t v) { internal::StoreBig16(p, v); }
 
   uint8_t* frame_;
 };

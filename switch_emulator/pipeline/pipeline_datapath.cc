@@ -13,6 +13,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "lib/wire/byte_order.h"
 #include "lib/wire/frame_checks.h"
 #include "lib/wire/frame_view.h"
 #include "lib/wire/header_layout.h"
@@ -24,22 +25,11 @@ namespace atp::switch_emulator {
 using wire::DecodeError;
 using wire::FrameView;
 using wire::internal::HeaderWords;
+using wire::internal::LoadBig16;
+using wire::internal::StoreBig16;
+using wire::internal::StoreBig32;
 
 namespace {
-
-uint16_t LoadBig16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return __builtin_bswap16(v);
-}
-void StoreBig32(uint8_t* p, uint32_t v) {
-  v = __builtin_bswap32(v);
-  std::memcpy(p, &v, sizeof(v));
-}
-void StoreBig16(uint8_t* p, uint16_t v) {
-  v = __builtin_bswap16(v);
-  std::memcpy(p, &v, sizeof(v));
-}
 
 // Popcount32: the number of set bits, inline (std::popcount becomes a libgcc
 // call when the target has no POPCNT instruction). Most gradients name one

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "atp/wire.h"
+#include "lib/wire/byte_order.h"
 #include "switch_emulator/pipeline/aggregator.h"
 #include "switch_emulator/pipeline/value_kernels_simd.h"
 
@@ -14,14 +15,11 @@ namespace {
 constexpr size_t kValues = wire::kValuesPerFragment;
 
 int32_t LoadBigEndianInt32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return static_cast<int32_t>(__builtin_bswap32(v));
+  return static_cast<int32_t>(wire::internal::LoadBig32(p));
 }
 
 void StoreBigEndianInt32(uint8_t* p, int32_t value) {
-  uint32_t v = __builtin_bswap32(static_cast<uint32_t>(value));
-  std::memcpy(p, &v, sizeof(v));
+  wire::internal::StoreBig32(p, static_cast<uint32_t>(value));
 }
 
 }  // namespace
