@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -97,6 +98,17 @@ void PollingThread::Run() {
   }
 }
 
+void SleepUntilReadable(std::span<pollfd> fds, TimeDelta at_most) {
+  const int64_t ns = std::max<int64_t>(at_most.ToNanoseconds(), 0);
+  if (fds.empty()) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+    return;
+  }
+  const timespec timeout{static_cast<time_t>(ns / 1'000'000'000),
+                         static_cast<long>(ns % 1'000'000'000)};
+  ppoll(fds.data(), fds.size(), &timeout, nullptr);
+}
+
 void PollingThread::Sleep(TimeDelta at_most) {
   sleeps_.fetch_add(1, std::memory_order_relaxed);
   pollfd fds[1 + 16];
@@ -106,10 +118,8 @@ void PollingThread::Sleep(TimeDelta at_most) {
     if (n == sizeof(fds) / sizeof(fds[0])) break;
     fds[n++] = pollfd{fd, POLLIN, 0};
   }
-  const int64_t ns = std::max<int64_t>(at_most.ToNanoseconds(), 0);
-  const timespec timeout{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
-  const int ready = ppoll(fds, n, &timeout, nullptr);
-  if (ready > 0 && (fds[0].revents & POLLIN) != 0) {
+  SleepUntilReadable(std::span<pollfd>(fds, n), at_most);
+  if ((fds[0].revents & POLLIN) != 0) {
     uint64_t count;
     [[maybe_unused]] ssize_t r = read(doorbell_fd_, &count, sizeof(count));
   }

@@ -13,9 +13,12 @@
 #ifndef ATP_LIB_HOST_POLLING_THREAD_H_
 #define ATP_LIB_HOST_POLLING_THREAD_H_
 
+#include <poll.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +35,12 @@ struct StepResult {
   bool did_work = false;
   TimePoint deadline = TimePoint::Infinite();
 };
+
+// SleepUntilReadable: sleeps at most `at_most`, less if one of `fds` (each
+// asking for POLLIN) turns readable: a frame arrived on a queue's wait_fd, a
+// doorbell rang. Their revents say which. A plain sleep when `fds` is empty.
+// The one sleep of PollingThread and of atp-switchd's datapath thread.
+void SleepUntilReadable(std::span<pollfd> fds, TimeDelta at_most);
 
 class PollingThread {
  public:

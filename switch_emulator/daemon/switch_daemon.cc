@@ -3,34 +3,20 @@
 #include <poll.h>
 #include <sched.h>
 
-#include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <utility>
 #include <vector>
 
 #include "atp/status_macros.h"
 #include "lib/host/adaptive_backoff.h"
 #include "lib/host/clock.h"
+#include "lib/host/polling_thread.h"
 
 namespace atp::switchd {
 namespace {
 
 // Flush rounds at Stop, so frames taken just before are pushed out.
 constexpr int kDrainRounds = 16;
-
-// SleepUntilFrameOr: at most `at_most`, less if one of `fds` turns readable
-// (a frame arrived); a plain sleep when `fds` is empty.
-void SleepUntilFrameOr(std::vector<pollfd>& fds, TimeDelta at_most) {
-  const int64_t ns = std::max<int64_t>(at_most.ToNanoseconds(), 0);
-  if (fds.empty()) {
-    std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
-    return;
-  }
-  const timespec timeout{static_cast<time_t>(ns / 1'000'000'000),
-                         static_cast<long>(ns % 1'000'000'000)};
-  ppoll(fds.data(), fds.size(), &timeout, nullptr);
-}
 
 }  // namespace
 
@@ -103,7 +89,7 @@ void SwitchDaemon::Run() {
       case runtime::AdaptiveBackoff::Action::kSpin: runtime::CpuRelax(); break;
       case runtime::AdaptiveBackoff::Action::kYield: sched_yield(); break;
       case runtime::AdaptiveBackoff::Action::kSleep:
-        SleepUntilFrameOr(wake_fds, backoff.sleep());
+        runtime::SleepUntilReadable(wake_fds, backoff.sleep());
         break;
     }
   }
