@@ -77,6 +77,7 @@ nlohmann::json PsStatsJson(const ParameterServerStats& s) {
           {"shape_mismatch", s.shape_mismatch},
           {"malformed", s.malformed},
           {"unexpected_ack", s.unexpected_ack},
+          {"control", s.control},
           {"completed", s.completed},
           {"fp_completed", s.fp_completed},
           {"switch_completed", s.switch_completed},

@@ -70,6 +70,7 @@ struct ParameterServerStats {
   uint64_t shape_mismatch = 0;
   uint64_t malformed = 0;
   uint64_t unexpected_ack = 0;
+  uint64_t control = 0;  // control frames the engine was given (the host normally takes them)
   // Events.
   uint64_t completed = 0;            // fragments completed (integer and float)
   uint64_t fp_completed = 0;         // of those, on the float32 overflow path

@@ -76,6 +76,7 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.shape_mismatch += c.shape_mismatch;
   stats.malformed += c.malformed;
   stats.unexpected_ack += c.unexpected_ack;
+  stats.control += c.control;
   stats.completed += c.completed;
   stats.fp_completed += c.fp_completed;
   stats.switch_completed += c.switch_completed;

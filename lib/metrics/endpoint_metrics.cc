@@ -55,7 +55,8 @@ std::vector<Metric> ParameterServerMetrics(const ParameterServerStats& s) {
       {"integer_on_float_path", s.integer_on_float_path}, {"param_resent", s.param_resent},
       {"stale", s.stale}, {"ahead", s.ahead}, {"unknown_job", s.unknown_job},
       {"wrong_shard", s.wrong_shard}, {"shape_mismatch", s.shape_mismatch},
-      {"malformed", s.malformed}, {"unexpected_ack", s.unexpected_ack}};
+      {"malformed", s.malformed}, {"unexpected_ack", s.unexpected_ack},
+      {"control", s.control}};
   for (const auto& [outcome, value] : outcomes) {
     b.Counter("gradients_total", "Gradient messages given to the engine, by outcome.", value,
               {{"outcome", outcome}});

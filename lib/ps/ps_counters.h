@@ -5,7 +5,7 @@
 // exactly one outcome counter, so that
 //   gradients == contributions + duplicates + integer_on_float_path + param_resent
 //                + stale + ahead + unknown_job + wrong_shard + shape_mismatch
-//                + malformed + unexpected_ack
+//                + malformed + unexpected_ack + control
 // (PsCounters::Outcomes). The other counters count events and sends.
 #ifndef ATP_LIB_PS_PS_COUNTERS_H_
 #define ATP_LIB_PS_PS_COUNTERS_H_
@@ -33,6 +33,8 @@ struct PsCounters {
   uint64_t malformed = 0;              // wire::ValidateHeader failed, or an fp packet
                                        // not from exactly one worker
   uint64_t unexpected_ack = 0;         // a parameter packet sent to the PS
+  uint64_t control = 0;                // a control frame (lib/wire/control_message.h): the
+                                       // host handles those, so the engine ignores one
 
   // Events and sends.
   uint64_t completed = 0;            // seqs completed (integer and float)
@@ -52,7 +54,8 @@ struct PsCounters {
   // Outcomes: the sum of the outcome counters; equals `gradients`.
   uint64_t Outcomes() const {
     return contributions + duplicates + integer_on_float_path + param_resent + stale + ahead +
-           unknown_job + wrong_shard + shape_mismatch + malformed + unexpected_ack;
+           unknown_job + wrong_shard + shape_mismatch + malformed + unexpected_ack +
+           control;
   }
 };
 

@@ -8,6 +8,7 @@
 #include "atp/status_macros.h"
 #include "lib/protocol/aggregator_index.h"
 #include "lib/ps/slot_window.h"
+#include "lib/wire/control_message.h"
 
 namespace atp::ps {
 namespace {
@@ -70,6 +71,10 @@ void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint now,
   const wire::AtpHeader& header = message.header;
   if (wire::ValidateHeader(header) != wire::DecodeError::kOk) {
     ++counters_.malformed;
+    return;
+  }
+  if (wire::IsControl(header)) {
+    ++counters_.control;
     return;
   }
   if (header.ack) {

@@ -35,6 +35,7 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.shape_mismatch += s.shape_mismatch;
   total.malformed += s.malformed;
   total.unexpected_ack += s.unexpected_ack;
+  total.control += s.control;
   total.completed += s.completed;
   total.fp_completed += s.fp_completed;
   total.switch_completed += s.switch_completed;

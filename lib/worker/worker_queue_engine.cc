@@ -7,6 +7,7 @@
 #include "atp/status_macros.h"
 #include "lib/protocol/aggregator_index.h"
 #include "lib/worker/fragment_codec.h"
+#include "lib/wire/control_message.h"
 
 namespace atp::worker {
 namespace {
@@ -320,7 +321,7 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpHeader& header,
 
 void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
                                               const ResultPayload& payload, TimePoint now) {
-  if (!h.ack || h.job != config_.shape.job || h.queue() != config_.queue) {
+  if (!h.ack || wire::IsControl(h) || h.job != config_.shape.job || h.queue() != config_.queue) {
     ++counters_.ignored_foreign;
     return;
   }

@@ -127,7 +127,8 @@ struct WorkerQueueStats {
   uint64_t collisions_seen = 0;      // completions carrying a new aggregator index
   uint64_t ecn_marks = 0;            // completions with `ecn`
   uint64_t ignored_unknown_seq = 0;  // position not in flight (stale, duplicate, never sent)
-  uint64_t ignored_foreign = 0;      // not a parameter packet, or another job or queue
+  uint64_t ignored_foreign = 0;      // not a parameter packet (a control frame included),
+                                     // or another job or queue
   // Events.
   uint64_t loss_events = 0;          // positions declared lost by reordering
   uint64_t timeouts = 0;             // retransmission timeouts

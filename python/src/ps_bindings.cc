@@ -36,6 +36,7 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   d["shape_mismatch"] = s.shape_mismatch;
   d["malformed"] = s.malformed;
   d["unexpected_ack"] = s.unexpected_ack;
+  d["control"] = s.control;
   d["completed"] = s.completed;
   d["fp_completed"] = s.fp_completed;
   d["switch_completed"] = s.switch_completed;

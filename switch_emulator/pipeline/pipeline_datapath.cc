@@ -347,7 +347,11 @@ ATP_COLD Decision SwitchPipeline::AckOrFp(const uint8_t* frame, const JobEntry& 
   // Rule 2: parameter packet.
   if (Has(h, FrameView::kAck)) {
     ++counters_.acks;
-    if (mode_ == PipelineMode::kAggregating) {
+    // A control frame (fp, resend and collision set; lib/wire/control_message.h)
+    // names no fragment: it must not release the aggregator its seq would hash to.
+    constexpr uint16_t kControlFlags = FrameView::kFp | FrameView::kResend | FrameView::kCollision;
+    const bool control = (h.fan_flags & kControlFlags) == kControlFlags;
+    if (mode_ == PipelineMode::kAggregating && !control) {
       const size_t i = job.AggregatorFor(h.aggregator);
       if (aggregators_.state(i).owner == h.job_seq) {
         Release(i);

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "lib/protocol/aggregator_index.h"
 #include "lib/ps/ps_engine.h"
+#include "lib/wire/control_message.h"
 #include "tests/unit/ps/ps_test_util.h"
 
 namespace atp::ps {
@@ -434,6 +435,20 @@ TEST_F(PsRuleTest, Rule_AckAtPsDropped) {
   ack.header.ack = true;
   Deliver(ack);
   EXPECT_EQ(counters().unexpected_ack, 1u);
+  EXPECT_TRUE(sink_.sent.empty());
+}
+
+TEST_F(PsRuleTest, Rule_ControlFrameIgnoredByTheEngine) {
+  // Control frames belong to the host (lib/wire/control_message.h); one that
+  // reaches the engine is counted and changes nothing.
+  Start(JobShape::Uniform(7, 1, 2));
+  wire::ControlMessage pull;
+  pull.type = wire::ControlType::kPull;
+  const wire::ControlSender sender{.worker_in_rack = 0, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
+  Deliver(wire::MakeWorkerControl(7, sender, /*queue=*/0, /*position=*/0, pull));
+  EXPECT_EQ(counters().control, 1u);
+  EXPECT_EQ(counters().contributions, 0u);
+  EXPECT_EQ(counters().Outcomes(), counters().gradients);
   EXPECT_TRUE(sink_.sent.empty());
 }
 

@@ -122,6 +122,28 @@ TEST_F(PipelineTest, Rule2_CollisionAckUsesOldIndexToClear) {
   EXPECT_TRUE(State(kAgg).is_free());
 }
 
+TEST_F(PipelineTest, Rule2_ControlFramesMoveWithoutTouchingAggregators) {
+  // A control frame (fp, resend and collision set) names no fragment: the PS's
+  // is multicast and a worker's goes to the PS, and neither releases or claims
+  // the aggregator its seq and index point at.
+  TestFrame w0 = Frame(Worker(kJobA, kSeq, kAgg, 0, 3), Ramp(1));
+  ASSERT_EQ(SendVerdict(w0), Verdict::kAbsorbed);
+  const AggregatorSnapshot before = AggregatorSnapshot::Of(pipeline());
+
+  AtpHeader from_ps = Ack(kJobA, kSeq, kAgg);
+  from_ps.fp = from_ps.resend = from_ps.collision = true;
+  TestFrame ps_control = Frame(from_ps, Ramp(0));
+  EXPECT_EQ(Send(ps_control), (Decision{Verdict::kMulticast, kGroupA}));
+
+  AtpHeader from_worker = Worker(kJobA, kSeq, kAgg, 1, 3);
+  from_worker.fp = from_worker.resend = from_worker.collision = true;
+  TestFrame worker_control = Frame(from_worker, Ramp(0));
+  EXPECT_EQ(SendVerdict(worker_control), Verdict::kToPs);
+
+  EXPECT_EQ(AggregatorSnapshot::Of(pipeline()), before);
+  EXPECT_EQ(pipeline().counters().acks_cleared, 0u);
+}
+
 // --- Rule 3: fp ---------------------------------------------------------------
 
 TEST_F(PipelineTest, Rule3_FpForwardedToPsUntouched) {

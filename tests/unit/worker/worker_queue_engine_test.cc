@@ -237,10 +237,14 @@ TEST_F(WorkerQueueEngineTest, Rule_UnknownSeqIgnored) {
   wire::AtpMessage other_queue = EchoAck(sent[0]);
   other_queue.header.seq = wire::MakeSeq(kQueue + 1, 0);
   wire::AtpMessage not_ack = sent[0];  // a gradient, not a parameter packet
+  // A PS control frame for an in-flight seq: never taken as its result.
+  wire::AtpMessage control = EchoAck(sent[0]);
+  control.header.fp = control.header.resend = control.header.collision = true;
   Deliver(other_job);
   Deliver(other_queue);
   Deliver(not_ack);
-  EXPECT_EQ(stats().ignored_foreign, 3u);
+  Deliver(control);
+  EXPECT_EQ(stats().ignored_foreign, 4u);
   EXPECT_EQ(stats().in_flight, 2u);
   EXPECT_EQ(outputs_[0][0], kSentinel);
 
