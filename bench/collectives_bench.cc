@@ -9,11 +9,8 @@
 //     bandwidth; the floor is 0.9), and ring_of_gloo_cpu from CPU time.
 // Every figure is a median over the iterations (of each iteration's own
 // ratio, for the ratios).
-//   BM_SkipReduce/ranks/MiB/k: static_speedup, random_speedup (time of the
-//     plain ring / time skipping k reduce-scatter steps), theory
-//     (2(N-1) / (2(N-1)-k)), static_of_theory, random_of_theory (floor 0.9)
-//     and random_vs_static (random time / static time - 1; floor |x| < 2%);
-//     the same three from CPU time end in _cpu (see below).
+//   BM_SkipReduce/ranks/MiB/k: the SkipReduce floors, in rounds (see
+//     BM_SkipReduce below: medians with 95% intervals, min-of-R, pooled).
 // The manual time is the first variant's (gloo, or the plain ring).
 //
 // Two clocks: wall time (from a common start to the last rank's end) and the
@@ -28,6 +25,8 @@
 // says (everything else is zero and stays zero).
 //
 //   flock /work/.busy.lock build/bench/collectives_bench --benchmark_filter=RingVsGloo
+//   flock /work/.busy.lock build/bench/collectives_bench --benchmark_filter=SkipReduce
+//       --skip_rounds=30 --benchmark_format=json   (one command line)
 #include <algorithm>
 #include <barrier>
 #include <chrono>
