@@ -11,6 +11,8 @@
 // ratio, for the ratios).
 //   BM_SkipReduce/ranks/MiB/k: the SkipReduce floors, in rounds (see
 //     BM_SkipReduce below: medians with 95% intervals, min-of-R, pooled).
+//   BM_SkipShift/ranks/MiB/k: a diagnostic: does random's shift cost by its
+//     value or by changing each round (static, fixed shift, random)?
 // The manual time is the first variant's (gloo, or the plain ring).
 //
 // Two clocks: wall time (from a common start to the last rank's end) and the
@@ -390,6 +392,56 @@ void BM_SkipReduce(benchmark::State& state) {
   }
 }
 
+// BM_SkipShift: a diagnostic for the wall-time lean of random over static
+// (bench/RESULTS.md): static (shift 0 every round), random at one fixed
+// iteration (a constant shift other than 0) and random (a new shift every
+// round), in rounds as BM_SkipReduce. Counters: fixed_vs_static and
+// random_vs_fixed (pooled: sums over rounds, - 1) per clock. If "random"
+// costs more than "fixed", changing the shift costs; if "fixed" costs more
+// than static, the shift's value does.
+void BM_SkipShift(benchmark::State& state) {
+  const int ranks = static_cast<int>(state.range(0));
+  const size_t count = CountOf(state.range(1));
+  const int k = static_cast<int>(state.range(2));
+  Group& group = GroupOf(ranks);
+  const SkipOptions static_skip{.mode = SkipMode::kStatic, .reduce_scatter_steps = k};
+  SkipOptions fixed_skip{.mode = SkipMode::kRandom, .reduce_scatter_steps = k, .seed = 42};
+  while (RandomShift(fixed_skip.seed, fixed_skip.iteration, fixed_skip.tensor, ranks) == 0) {
+    ++fixed_skip.iteration;
+  }
+  SkipOptions random_skip = fixed_skip;
+  for (const SkipOptions* skip : {&static_skip, static_cast<const SkipOptions*>(&fixed_skip),
+                                  static_cast<const SkipOptions*>(&random_skip)}) {
+    TimeOne(group, count, Variant::kRing, *skip, state);
+  }
+  constexpr int kOrders[6][3] = {{0, 1, 2}, {2, 1, 0}, {1, 2, 0}, {0, 2, 1}, {2, 0, 1}, {1, 0, 2}};
+  std::vector<double> times[2][3];  // [clock][static, fixed, random]
+  int order = 0;
+  for (auto _ : state) {
+    Times round[3];
+    const SkipOptions* skips[3] = {&static_skip, &fixed_skip, &random_skip};
+    for (const int v : kOrders[order]) round[v] = TimeOne(group, count, Variant::kRing, *skips[v], state);
+    order = (order + 1) % 6;
+    ++random_skip.iteration;
+    for (int v = 0; v < 3; ++v) {
+      times[0][v].push_back(round[v].wall);
+      times[1][v].push_back(round[v].cpu);
+    }
+    state.SetIterationTime(round[0].wall);
+  }
+  for (int clock = 0; clock < 2; ++clock) {
+    const std::string suffix = clock == 0 ? "" : "_cpu";
+    const Estimate fixed = PooledRatio(times[clock][1], times[clock][0]);
+    const Estimate random = PooledRatio(times[clock][2], times[clock][1]);
+    state.counters["fixed_vs_static" + suffix] = fixed.value;
+    state.counters["fixed_vs_static" + suffix + "_plo"] = fixed.interval.low;
+    state.counters["fixed_vs_static" + suffix + "_phi"] = fixed.interval.high;
+    state.counters["random_vs_fixed" + suffix] = random.value;
+    state.counters["random_vs_fixed" + suffix + "_plo"] = random.interval.low;
+    state.counters["random_vs_fixed" + suffix + "_phi"] = random.interval.high;
+  }
+}
+
 void RegisterSkipReduce() {
   for (const auto& [ranks, ks] : {std::pair{4, std::vector<int>{1, 2, 3}},
                                   std::pair{8, std::vector<int>{1, 2, 3, 4, 5, 6, 7}}}) {
@@ -402,6 +454,12 @@ void RegisterSkipReduce() {
           ->Unit(benchmark::kMillisecond);
     }
   }
+  benchmark::RegisterBenchmark("BM_SkipShift", BM_SkipShift)
+      ->Args({8, 32, 1})
+      ->ArgNames({"ranks", "MiB", "k"})
+      ->Iterations(skip_rounds)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
