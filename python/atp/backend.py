@@ -9,6 +9,13 @@ The backend (C++, python/torch/process_group_atp.*) does allreduce (SUM, AVG
 of float32) through ATP, broadcast through torch's store and barrier through
 ATP; other collectives raise NotImplementedError naming them. Its job comes
 from the store given to the creator (atp.rendezvous).
+
+SkipReduce (AtpOptions.skip, validated with target="backend"): every
+allreduce call of a group gets a number, 0, 1, 2, ... (the same collective
+on every rank: ranks issue them in the same order), which is the random
+shift's iteration; warmup_calls, protect_size and call_cycle with
+protected_calls decide which calls skip nothing (docs/skipreduce.md, "In the
+c10d backend"). group.allreduce_calls says how many a group has started.
 """
 import atexit
 import datetime
@@ -33,27 +40,27 @@ def _close_owned():
 def _create(store, rank, world_size, timeout):
     from atp import _atp_torch  # torch's extension: only when the backend is used
     options = _options
+    skip = options.skip
+    policy = skip.policy(target="backend")
     worker_options, transport, owner = rendezvous.resolve(store, rank, world_size, options)
     if owner is not None:
         _owned_clusters.append(owner)
     timeout_s = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else options.timeout_s
     return _atp_torch.ProcessGroupATP(store, rank, world_size, worker_options, transport,
-                                      timeout_s)
+                                      timeout_s, skip_policy=policy,
+                                      protect_size=int(skip.protect_size),
+                                      call_cycle=int(skip.call_cycle),
+                                      protected_calls=[int(c) for c in skip.protected_calls])
 
 
 def register(options=None):
     """Registers "atp" with torch.distributed (idempotent) and sets the
-    options every later init_process_group("atp") uses."""
+    options every later init_process_group("atp") (or new_group(backend=
+    "atp")) uses. Bad SkipReduce options raise ValueError naming
+    AtpOptions.skip.<field> here, before any group exists."""
     global _options
     if options is not None:
-        options.skip.validate("AtpOptions.skip")
-        if options.skip.enabled():
-            # A c10d allreduce is one tensor with no DDP bucket index and no
-            # iteration: the plan (random shifts, protected buckets, warm-up)
-            # cannot be built here. The hooks see both.
-            raise ValueError("AtpOptions.skip: the c10d backend does not skip (it sees no DDP "
-                             "bucket index or iteration); register atp.hook.atp_allreduce_hook "
-                             "or atp.hook.ring_allreduce_hook on the DDP model instead")
+        options.skip.validate("AtpOptions.skip", target="backend")
         _options = options
     if not hasattr(dist.Backend, BACKEND_NAME.upper()):
         dist.Backend.register_backend(BACKEND_NAME, _create)

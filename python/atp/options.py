@@ -5,8 +5,9 @@ job's PS address and each host's transport come from here or from the
 environment (ATP_* variables, read by from_env). Add new settings here (and,
 for the backend, to ProcessGroupAtpOptions in python/torch/process_group_atp.h).
 
-SkipReduceOptions (AtpOptions.skip) are the hooks' SkipReduce settings
-(docs/skipreduce.md); atp.skip turns them into each bucket's plan.
+SkipReduceOptions (AtpOptions.skip) are SkipReduce's settings for the hooks
+and the c10d backend (docs/skipreduce.md); atp.skip turns them into each
+bucket's plan, the backend into each allreduce call's.
 """
 import dataclasses
 import math
@@ -16,11 +17,17 @@ from typing import List, Optional
 
 SKIP_MODES = ("none", "static", "random", "selective")
 SKIP_DIVISORS = ("skip", "drop")
+SKIP_TARGETS = ("hook", "backend")
+# Fields only one target understands: the hooks count DDP iterations and see
+# buckets and parameters; the c10d backend counts allreduce calls.
+_HOOK_ONLY = ("protected_params", "protected_buckets", "warmup_steps")
+_BACKEND_ONLY = ("call_cycle", "protected_calls", "warmup_calls")
 
 
 @dataclasses.dataclass
 class SkipReduceOptions:
-    """SkipReduce for the DDP hooks: which buckets skip what, and when.
+    """SkipReduce for the DDP hooks and the c10d backend: which buckets
+    (or allreduce calls) skip what, and when.
 
     mode: "none" (a plain allreduce); "static" (the same slices every
     iteration); "random" (slice indices shifted by a hash of (seed, DDP
@@ -38,6 +45,20 @@ class SkipReduceOptions:
     divisor: "skip" (SkipReduce: a skipped contribution counts as zero, the
     average divides by N) or "drop" (DropReduce: divide by N - k).
     seed: random mode's seed (every rank must pass the same).
+    protect_size: tensors (buckets, or the backend's allreduce tensors) of
+    at most this many elements are never skipped (the original's
+    NCCL_PROTECT_SIZE_0); 0: none. Hooks and backend.
+
+    The c10d backend sees neither buckets nor iterations: it numbers its
+    allreduce calls 0, 1, 2, ... per process group, and that number is the
+    random shift's iteration (docs/skipreduce.md). Its own fields:
+    warmup_calls: calls 0..warmup_calls-1 skip nothing.
+    call_cycle, protected_calls: call c is never skipped when c mod
+    call_cycle is in protected_calls (e.g. call_cycle = DDP's buckets per
+    iteration and protected_calls the bucket positions to protect).
+    protected_params, protected_buckets and warmup_steps are the hooks'
+    only (validate(target="backend") refuses them); the backend's fields
+    are refused by the hooks likewise.
     """
     mode: str = "none"
     rate: float = 0.0
@@ -46,12 +67,18 @@ class SkipReduceOptions:
     warmup_steps: int = 0
     divisor: str = "skip"
     seed: int = 0
+    protect_size: int = 0
+    call_cycle: int = 0
+    protected_calls: List[int] = dataclasses.field(default_factory=list)
+    warmup_calls: int = 0
 
     def enabled(self) -> bool:
         return self.mode != "none"
 
-    def validate(self, field: str = "SkipReduceOptions") -> None:
-        """Raises ValueError naming the offending field."""
+    def validate(self, field: str = "SkipReduceOptions", target: str = "hook") -> None:
+        """Raises ValueError naming the offending field. target: "hook"
+        (the DDP hooks) or "backend" (the c10d backend): each refuses the
+        other's own fields when set."""
         def bad(name, why):
             raise ValueError("%s.%s: %s" % (field, name, why))
 
@@ -74,25 +101,55 @@ class SkipReduceOptions:
                 or not all(is_int(b) and b >= 0 for b in self.protected_buckets)):
             bad("protected_buckets", "%r is not a list of bucket indices (integers >= 0)"
                 % (self.protected_buckets,))
-        protects = bool(self.protected_params or self.protected_buckets)
-        if self.mode == "none" and protects:
-            bad("protected_params" if self.protected_params else "protected_buckets",
-                "protection with mode 'none' (nothing is skipped)")
-        if self.mode == "selective" and not protects:
-            bad("protected_params", "mode 'selective' needs protected_params or protected_buckets")
         if not is_int(self.warmup_steps) or self.warmup_steps < 0:
             bad("warmup_steps", "%r is not an integer >= 0" % (self.warmup_steps,))
+        for name in ("protect_size", "call_cycle", "warmup_calls"):
+            value = getattr(self, name)
+            if not is_int(value) or not 0 <= value < 2 ** 64:
+                bad(name, "%r is not an integer >= 0" % (value,))
+        if (not isinstance(self.protected_calls, (list, tuple))
+                or not all(is_int(c) and c >= 0 for c in self.protected_calls)):
+            bad("protected_calls", "%r is not a list of call indices (integers >= 0)"
+                % (self.protected_calls,))
+        beyond = [c for c in self.protected_calls if c >= self.call_cycle]
+        if beyond:
+            bad("protected_calls", "%r not below call_cycle (%d): a call's place in the cycle "
+                "is its number mod call_cycle" % (beyond, self.call_cycle))
+        if self.call_cycle and not self.protected_calls:
+            bad("call_cycle", "%d without protected_calls protects nothing" % self.call_cycle)
+        if target not in SKIP_TARGETS:
+            raise ValueError("%s: target %r is not one of %s" % (field, target, SKIP_TARGETS))
+        others = _BACKEND_ONLY if target == "hook" else _HOOK_ONLY
+        for name in others:
+            if getattr(self, name):
+                bad(name, "the %s does not take it (%s)" % (
+                    "DDP hooks" if target == "hook" else "c10d backend",
+                    "they count DDP iterations and see buckets: use protected_params, "
+                    "protected_buckets, warmup_steps" if target == "hook" else
+                    "it counts allreduce calls and sees no buckets or parameter names: use "
+                    "call_cycle with protected_calls, protect_size, warmup_calls"))
+        if target == "hook":
+            protection = ("protected_params", "protected_buckets", "protect_size")
+        else:
+            protection = ("protected_calls", "protect_size")
+        set_protection = [n for n in protection if getattr(self, n)]
+        if self.mode == "none" and set_protection:
+            bad(set_protection[0], "protection with mode 'none' (nothing is skipped)")
+        if self.mode == "selective" and not set_protection:
+            bad(protection[0], "mode 'selective' needs protection (%s)" % ", ".join(protection))
         if self.divisor not in SKIP_DIVISORS:
             bad("divisor", "%r is not one of %s" % (self.divisor, ", ".join(SKIP_DIVISORS)))
         if not is_int(self.seed) or not 0 <= self.seed < 2 ** 64:
             bad("seed", "%r is not an integer in 0..2^64-1" % (self.seed,))
 
-    def policy(self):
-        """The atp.SkipPolicy (C++ atp::SkipPolicy) of these options, with
-        protected_buckets; protected_params are resolved per bucket by
-        atp.skip.SkipSchedule."""
+    def policy(self, target: str = "hook"):
+        """The atp.SkipPolicy (C++ atp::SkipPolicy) of these options. For
+        the hooks: with protected_buckets (protected_params and protect_size
+        are resolved per bucket by atp.skip.SkipSchedule). For the backend:
+        warmup_iterations = warmup_calls (its iterations are calls);
+        protect_size and protected_calls go to the backend beside it."""
         import atp._atp as core
-        self.validate()
+        self.validate(target=target)
         p = core.SkipPolicy()
         p.mode = {"none": core.SkipMode.NONE, "static": core.SkipMode.STATIC,
                   "random": core.SkipMode.RANDOM, "selective": core.SkipMode.RANDOM}[self.mode]
@@ -100,8 +157,11 @@ class SkipReduceOptions:
         p.divisor = (core.SkipDivisor.ALL_RANKS if self.divisor == "skip"
                      else core.SkipDivisor.CONTRIBUTORS)
         p.seed = int(self.seed)
-        p.warmup_iterations = int(self.warmup_steps)
-        p.protected_tensors = [int(b) for b in self.protected_buckets]
+        if target == "hook":
+            p.warmup_iterations = int(self.warmup_steps)
+            p.protected_tensors = [int(b) for b in self.protected_buckets]
+        else:
+            p.warmup_iterations = int(self.warmup_calls)
         p.validate()
         return p
 

@@ -9,7 +9,8 @@ tensor = the DDP bucket's index, iteration = the DDP iteration (counted
 here: it advances after the bucket whose is_last() is true), so every rank
 computes the same skipped slices without talking, and Python agrees with
 the C++ ring and ATP's PushPull on every shift. A bucket holding a parameter
-named in protected_params is protected (mode NONE), whatever its index:
+named in protected_params, or of at most protect_size elements, is
+protected (mode NONE), whatever its index:
 DDP rebuilds its buckets after the first iteration, so names are matched
 against each bucket's parameters on every call rather than cached.
 """
@@ -49,9 +50,11 @@ class SkipSchedule:
                 self._protected_ptrs.add(p.data_ptr())
 
     def protects(self, bucket) -> bool:
-        """Whether `bucket` (a torch GradBucket) is protected, by index or by
-        a parameter it holds."""
+        """Whether `bucket` (a torch GradBucket) is protected, by index, by
+        size or by a parameter it holds."""
         if bucket.index() in self.options.protected_buckets:
+            return True
+        if bucket.buffer().numel() <= self.options.protect_size:
             return True
         return any(p.data_ptr() in self._protected_ptrs for p in bucket.parameters())
 

@@ -140,6 +140,16 @@ def test_schedule_protects_by_name_and_index_warms_up_and_counts_iterations():
     assert schedule.skipped_fraction() == pytest.approx(72 * 0.5 * 4 / (162 * 6))
 
 
+def test_schedule_protects_buckets_by_size():
+    model = three_layers()
+    options = SkipReduceOptions(mode="selective", rate=0.5, protect_size=18)
+    schedule = SkipSchedule(options, 4, model.named_parameters())
+    skips = [schedule.for_bucket(b) for b in buckets_of(model)]
+    # Bucket 0 holds 8x2 + 2 = 18 elements (protected: at most 18); 1 and 2 hold 72.
+    assert [s.mode for s in skips] == [core.SkipMode.NONE, core.SkipMode.RANDOM,
+                                       core.SkipMode.RANDOM]
+
+
 def test_schedule_refuses_an_unknown_parameter_name():
     options = SkipReduceOptions(mode="selective", rate=0.5, protected_params=["9.weight"])
     with pytest.raises(ValueError, match=r"^AtpOptions\.skip\.protected_params: '9\.weight'"):
@@ -283,10 +293,10 @@ def test_ring_hook_results_follow_the_skip_plan_on_every_rank(world):
             assert steps == k["selective"]
 
 
-def test_the_backend_refuses_skip_options_naming_the_hooks():
+def test_the_backend_refuses_the_hooks_fields_naming_them():
     import atp.backend
-    skip = SkipReduceOptions(mode="random", rate=0.5)
-    with pytest.raises(ValueError, match=r"^AtpOptions\.skip: the c10d backend does not skip"):
+    skip = SkipReduceOptions(mode="random", rate=0.5, warmup_steps=2)
+    with pytest.raises(ValueError, match=r"^AtpOptions\.skip\.warmup_steps: the c10d backend"):
         atp.backend.register(atp.AtpOptions(skip=skip))
     with pytest.raises(ValueError, match=r"^AtpOptions\.skip\.rate: "):
         atp.backend.register(atp.AtpOptions(skip=SkipReduceOptions(mode="random", rate=2.0)))

@@ -113,19 +113,26 @@ ProcessGroupAtp::ProcessGroupAtp(c10::intrusive_ptr<::c10d::Store> store, int ra
       worker_(std::move(worker)),
       options_(options) {
   TORCH_CHECK(worker_ != nullptr, "atp: ProcessGroupAtp needs a Worker");
+  const absl::Status skip = options_.skip.Validate("AtpOptions.skip");
+  TORCH_CHECK_VALUE(skip.ok(), std::string(skip.message()));
 }
 
 ProcessGroupAtp::~ProcessGroupAtp() = default;
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupAtp::AllreduceThroughAtp(
-    std::vector<at::Tensor> tensors, Reduction reduction, const char* what) {
+    std::vector<at::Tensor> tensors, Reduction reduction, const char* what,
+    std::optional<uint64_t> call) {
   auto work = c10::make_intrusive<AtpWork>(getRank(), ::c10d::OpType::ALLREDUCE, tensors,
                                            tensors.size(), options_.timeout);
   if (tensors.empty()) return work;
-  for (at::Tensor& t : tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    at::Tensor& t = tensors[i];
     std::span<float> values(t.data_ptr<float>(), static_cast<size_t>(t.numel()));
-    absl::StatusOr<Handle> handle =
-        worker_->PushPull(values, values, OpOptions{.reduction = reduction});
+    OpOptions op{.reduction = reduction};
+    if (call.has_value() && options_.skip.enabled()) {
+      op.skip = options_.skip.ForCall(*call, i, values.size(), getSize());
+    }
+    absl::StatusOr<Handle> handle = worker_->PushPull(values, values, op);
     // A refused call starts nothing: count it finished with its error so the
     // Work still completes (the operations already started do as well).
     if (!handle.ok()) {
@@ -148,11 +155,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupAtp::allreduce(std::vector<at::Tens
                                 ReduceOpName(opts.reduceOp),
                                 " is not supported by the ATP backend (SUM and AVG are)");
   }
-  return AllreduceThroughAtp(tensors, reduction, "allreduce");
+  // Numbered after the checks: a refused call (on every rank alike) starts
+  // nothing and takes no number.
+  const uint64_t call = allreduce_calls_.fetch_add(1, std::memory_order_relaxed);
+  return AllreduceThroughAtp(tensors, reduction, "allreduce", call);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupAtp::barrier(const ::c10d::BarrierOptions&) {
-  return AllreduceThroughAtp({at::zeros({1}, at::kFloat)}, Reduction::kSum, "barrier");
+  return AllreduceThroughAtp({at::zeros({1}, at::kFloat)}, Reduction::kSum, "barrier",
+                             std::nullopt);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupAtp::broadcast(std::vector<at::Tensor>& tensors,

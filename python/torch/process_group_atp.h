@@ -4,7 +4,9 @@
 //   allreduce   float32, contiguous CPU tensors, ReduceOp SUM or AVG: one
 //               Worker::PushPull per tensor, in place; the Work's future is
 //               completed by the last handle's OnDone callback (libatp's I/O
-//               thread), no waiting thread.
+//               thread), no waiting thread. With SkipReduce
+//               (ProcessGroupAtpOptions::skip), each tensor's PushPull skips
+//               what CallSkipOptions::ForCall says for the call's number.
 //   broadcast   through the job's c10d::Store (the root sets the bytes, the
 //               others get them): the plain path DDP's parameter sync at start
 //               uses; not for bulk traffic.
@@ -18,13 +20,16 @@
 #ifndef ATP_PYTHON_TORCH_PROCESS_GROUP_ATP_H_
 #define ATP_PYTHON_TORCH_PROCESS_GROUP_ATP_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "atp/worker.h"
+#include "python/torch/call_skip.h"
 #include "python/torch/torch_compat.h"
 
 namespace atp::torch_backend {
@@ -33,6 +38,7 @@ namespace atp::torch_backend {
 // Python fills them; add new ones here and in python/atp/options.py).
 struct ProcessGroupAtpOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // Work::wait without a timeout
+  CallSkipOptions skip;  // SkipReduce per allreduce call (mode kNone: off)
 };
 
 class ProcessGroupAtp : public AtpBackendBase {
@@ -84,15 +90,22 @@ class ProcessGroupAtp : public AtpBackendBase {
 
   // stats: the Worker's counters (the Python side turns them into a dict).
   WorkerStats stats() const { return worker_->stats(); }
+  // allreduce_calls: the allreduce calls this group has started (barriers
+  // not counted); the next call's number, SkipReduce's iteration.
+  uint64_t allreduce_calls() const { return allreduce_calls_.load(std::memory_order_relaxed); }
 
  private:
+  // AllreduceThroughAtp: one PushPull per tensor; `call` numbers an
+  // allreduce for SkipReduce (nullopt: a barrier, never skipped).
   c10::intrusive_ptr<::c10d::Work> AllreduceThroughAtp(std::vector<at::Tensor> tensors,
-                                                       Reduction reduction, const char* what);
+                                                       Reduction reduction, const char* what,
+                                                       std::optional<uint64_t> call);
 
   c10::intrusive_ptr<::c10d::Store> store_;
   std::unique_ptr<Worker> worker_;
   ProcessGroupAtpOptions options_;
   uint64_t store_sequence_ = 0;  // names the store keys of the next broadcast / allgather
+  std::atomic<uint64_t> allreduce_calls_{0};  // allreduce calls started (allreduce_calls())
 };
 
 }  // namespace atp::torch_backend

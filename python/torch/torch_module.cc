@@ -5,8 +5,11 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "atp/skip_reduce.h"
 #include "atp/transport_factory.h"
 #include "atp/worker.h"
 #include "pybind11/stl.h"
@@ -20,7 +23,20 @@ namespace {
 
 c10::intrusive_ptr<ProcessGroupAtp> Create(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
                                            int size, WorkerOptions options,
-                                           const TransportOptions& transport, double timeout_s) {
+                                           const TransportOptions& transport, double timeout_s,
+                                           const SkipPolicy& skip_policy, uint64_t protect_size,
+                                           uint64_t call_cycle,
+                                           std::vector<uint64_t> protected_calls) {
+  ProcessGroupAtpOptions pg_options;
+  pg_options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  pg_options.skip = CallSkipOptions{.policy = skip_policy,
+                                    .protect_size = protect_size,
+                                    .call_cycle = call_cycle,
+                                    .protected_calls = std::move(protected_calls)};
+  // Refused before a Worker starts (the group's constructor checks again).
+  if (absl::Status status = pg_options.skip.Validate("AtpOptions.skip"); !status.ok()) {
+    throw py::value_error(std::string(status.message()));
+  }
   absl::StatusOr<std::unique_ptr<Worker>> worker;
   {
     py::gil_scoped_release release;
@@ -34,8 +50,6 @@ c10::intrusive_ptr<ProcessGroupAtp> Create(const c10::intrusive_ptr<::c10d::Stor
     }
     throw std::runtime_error("atp: cannot start the backend's Worker: " + worker.status().ToString());
   }
-  ProcessGroupAtpOptions pg_options;
-  pg_options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   return c10::make_intrusive<ProcessGroupAtp>(store, rank, size, *std::move(worker), pg_options);
 }
 
@@ -50,7 +64,15 @@ PYBIND11_MODULE(_atp_torch, m) {
   py::class_<ProcessGroupAtp, ::c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupAtp>>(
       m, "ProcessGroupATP")
       .def(py::init(&atp::torch_backend::Create), py::arg("store"), py::arg("rank"),
-           py::arg("size"), py::arg("options"), py::arg("transport"), py::arg("timeout_s"))
+           py::arg("size"), py::arg("options"), py::arg("transport"), py::arg("timeout_s"),
+           py::arg("skip_policy") = atp::SkipPolicy{}, py::arg("protect_size") = 0,
+           py::arg("call_cycle") = 0, py::arg("protected_calls") = std::vector<uint64_t>{},
+           "skip_policy (atp.SkipPolicy; warmup_iterations counts allreduce calls), "
+           "protect_size, call_cycle, protected_calls: SkipReduce per allreduce call "
+           "(docs/skipreduce.md)")
+      .def_property_readonly("allreduce_calls", &ProcessGroupAtp::allreduce_calls,
+                             "allreduce calls started by this group (SkipReduce's iteration "
+                             "of the next one)")
       .def("worker_stats", [](const ProcessGroupAtp& pg) {
         return atp::python::WorkerStatsDict(pg.stats());
       });
