@@ -20,7 +20,11 @@ transport::DeviceAddress AddressOf(uint32_t ip) {
 
 absl::StatusOr<std::unique_ptr<PsNode>> PsNode::Create(std::string name, Simulator* sim,
                                                        PacketPool* pool, ps::PsConfig config,
-                                                       uint32_t ip, uint16_t base_port) {
+                                                       uint32_t ip, uint16_t base_port,
+                                                       TimeDelta packet_service) {
+  if (packet_service < TimeDelta::Zero()) {
+    return absl::InvalidArgumentError("PsNode: packet_service must be >= 0");
+  }
   runtime::PsDestinations destinations;
   for (const protocol::JobShape& job : config.jobs) {
     destinations[job.job] = {AddressOf(GroupIp(job.job))};
@@ -28,7 +32,8 @@ absl::StatusOr<std::unique_ptr<PsNode>> PsNode::Create(std::string name, Simulat
   ATP_ASSIGN_OR_RETURN(std::unique_ptr<runtime::PsShard> shard,
                        runtime::PsShard::Create(std::move(config), std::move(destinations),
                                                 AddressOf(ip), base_port));
-  std::unique_ptr<PsNode> node(new PsNode(std::move(name), sim, pool, ip, base_port));
+  std::unique_ptr<PsNode> node(
+      new PsNode(std::move(name), sim, pool, ip, base_port, packet_service));
   node->loop_ = std::make_unique<runtime::PsIoLoop>(
       std::move(shard), std::vector<transport::Queue*>{&node->nic_}, base_port,
       /*max_burst=*/32);
@@ -36,8 +41,12 @@ absl::StatusOr<std::unique_ptr<PsNode>> PsNode::Create(std::string name, Simulat
 }
 
 PsNode::PsNode(std::string name, Simulator* sim, PacketPool* pool, uint32_t ip,
-               uint16_t base_port)
-    : Node(std::move(name)), sim_(sim), ip_(ip), nic_(pool, nullptr, AddressOf(ip), base_port) {}
+               uint16_t base_port, TimeDelta packet_service)
+    : Node(std::move(name)),
+      sim_(sim),
+      ip_(ip),
+      nic_(pool, nullptr, AddressOf(ip), base_port),
+      packet_service_(packet_service) {}
 
 PsNode::~PsNode() { sim_->Unschedule(this); }
 
@@ -47,15 +56,34 @@ ParameterServerStats PsNode::statistics() const {
 }
 
 void PsNode::Receive(PacketPtr packet, int, TimePoint now) {
-  nic_.Deliver(std::move(packet));
+  if (packet_service_ == TimeDelta::Zero()) {
+    nic_.Deliver(std::move(packet));
+    Step(now);
+    return;
+  }
+  // The server is idle: this frame's service starts now.
+  if (waiting_.empty()) head_done_ = now + packet_service_;
+  waiting_.push_back(std::move(packet));
+  sim_->Schedule(this, head_done_);
+}
+
+void PsNode::Act(TimePoint now) {
+  if (!waiting_.empty()) Serve(now);
   Step(now);
 }
 
-void PsNode::Act(TimePoint now) { Step(now); }
+void PsNode::Serve(TimePoint now) {
+  while (!waiting_.empty() && head_done_ <= now) {
+    nic_.Deliver(waiting_.pop_front());
+    // The next frame arrived while this one was served: it starts at once.
+    head_done_ = waiting_.empty() ? TimePoint::Infinite() : head_done_ + packet_service_;
+  }
+}
 
 void PsNode::Step(TimePoint now) {
   if (!nic_.attached()) nic_.Attach(port(0));
   sim_->Schedule(this, loop_->Step(now).deadline);
+  if (!waiting_.empty()) sim_->Schedule(this, head_done_);
 }
 
 }  // namespace atp::sim

@@ -8,6 +8,11 @@
 // partial state, a retry of frames the NIC still held). Decoding, CE to the
 // ATP ecn bit, the multicast of parameter packets to the job's group
 // (GroupIp(job)) and the orphan-scan cadence are all the host's.
+//
+// With a packet_service time (TopologyConfig::ps_model) the host is a single
+// server: each arriving frame waits for the ones before it, then takes that
+// long before the host sees it, so a PS flooded by fallbacks falls behind as
+// a real one does.
 #ifndef ATP_SIM_PS_NODE_H_
 #define ATP_SIM_PS_NODE_H_
 
@@ -21,6 +26,7 @@
 #include "lib/ps/ps_config.h"
 #include "lib/ps/ps_engine.h"
 #include "sim/node.h"
+#include "sim/ring_queue.h"
 #include "sim/sim_port.h"
 #include "sim/simulator.h"
 
@@ -31,9 +37,10 @@ class PsNode : public Node, public Actor {
   // Create: builds the host and its engine from `config` (the jobs it
   // serves). Parameter packets of job j go to GroupIp(j). `sim` and `pool`
   // outlive the node. Connect port 0 (the NIC) before frames arrive.
-  static absl::StatusOr<std::unique_ptr<PsNode>> Create(std::string name, Simulator* sim,
-                                                        PacketPool* pool, ps::PsConfig config,
-                                                        uint32_t ip, uint16_t base_port);
+  // `packet_service` (>= 0): the host's time per received frame.
+  static absl::StatusOr<std::unique_ptr<PsNode>> Create(
+      std::string name, Simulator* sim, PacketPool* pool, ps::PsConfig config, uint32_t ip,
+      uint16_t base_port, TimeDelta packet_service = TimeDelta::Zero());
   ~PsNode() override;
 
   const ps::PsEngine& engine() const { return loop_->shard().engine(); }
@@ -47,13 +54,21 @@ class PsNode : public Node, public Actor {
   void Act(TimePoint now) override;
 
  private:
-  PsNode(std::string name, Simulator* sim, PacketPool* pool, uint32_t ip, uint16_t base_port);
+  PsNode(std::string name, Simulator* sim, PacketPool* pool, uint32_t ip, uint16_t base_port,
+         TimeDelta packet_service);
   void Step(TimePoint now);
+  // Serve: hands the host every waiting frame whose service ended by `now`.
+  void Serve(TimePoint now);
 
   Simulator* sim_;
   uint32_t ip_;
   SimPort nic_;
   std::unique_ptr<runtime::PsIoLoop> loop_;
+  // The single server (packet_service_ > 0): frames waiting, and when the
+  // one at their head is done.
+  TimeDelta packet_service_;
+  RingQueue<PacketPtr> waiting_;
+  TimePoint head_done_ = TimePoint::Infinite();
 };
 
 }  // namespace atp::sim

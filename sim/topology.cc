@@ -33,6 +33,16 @@ absl::Status Validate(const TopologyConfig& config) {
     return Invalid("queues", absl::StrCat(config.queues, " is not in 1..16"));
   }
   if (config.switches.aggregators < 1) return Invalid("switches.aggregators", "must be >= 1");
+  // 1 Mb/s to 1 Pb/s, as every link (picosecond serialization times stay exact).
+  if (!(config.ps_model.link_bps == 0 ||
+        (config.ps_model.link_bps >= 1e6 && config.ps_model.link_bps <= 1e15))) {
+    return Invalid("ps_model.link_bps",
+                   absl::StrCat(config.ps_model.link_bps, " is neither 0 nor in [1e6, 1e15]"));
+  }
+  if (config.ps_model.packet_service < TimeDelta::Zero() ||
+      config.ps_model.packet_service > TimeDelta::FromSeconds(1)) {
+    return Invalid("ps_model.packet_service", "must be in [0, 1 s]");
+  }
   std::set<int> ids;
   for (size_t j = 0; j < config.jobs.size(); ++j) {
     const JobPlacement& job = config.jobs[j];
@@ -188,11 +198,14 @@ absl::StatusOr<std::unique_ptr<Network>> BuildNetwork(const TopologyConfig& conf
     ATP_ASSIGN_OR_RETURN(
         std::unique_ptr<PsNode> ps,
         PsNode::Create(absl::StrCat("ps", +shape.job), &net->sim(), &net->pool(),
-                       std::move(ps_config), ps_ip, config.base_port));
+                       std::move(ps_config), ps_ip, config.base_port,
+                       config.ps_model.packet_service));
     AtpSwitchNode* ps_tor = net->tor(plan.ps_rack);
-    const int ps_port = net->Connect(ps.get(), ps_tor, config.host_link, LinkKind::kPsToTor,
-                                     config.host_link, LinkKind::kTorToPs)
-                            .second;
+    LinkConfig ps_link = config.host_link;
+    if (config.ps_model.link_bps > 0) ps_link.bandwidth_bps = config.ps_model.link_bps;
+    const int ps_port =
+        net->Connect(ps.get(), ps_tor, ps_link, LinkKind::kPsToTor, ps_link, LinkKind::kTorToPs)
+            .second;
     ps_tor->table().AddRoute(ps_ip, ps_port);
     rack_ips[static_cast<size_t>(plan.ps_rack)].push_back(ps_ip);
     nodes.ps = ps.get();

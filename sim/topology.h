@@ -60,6 +60,19 @@ struct JobPlacement {
   TimePoint start_time;                // when its workers start (used by Experiment)
 };
 
+// PsModel: what a parameter server host costs, so that falling back to it
+// (collisions, overflow, no aggregation) is not free. The defaults model a
+// free PS: its link as fast as every host's, no processing time.
+struct PsModel {
+  // link_bps: the PS's link (its NIC, both directions), bits per second;
+  // 0: host_link's bandwidth.
+  double link_bps = 0;
+  // packet_service: time the PS host spends on each frame it receives, one
+  // at a time (a single core's decode, sum and bookkeeping); frames wait in
+  // arrival order while it is busy. Zero: free.
+  TimeDelta packet_service = TimeDelta::Zero();
+};
+
 struct TopologyConfig {
   int worker_racks = 1;  // 1..32
   std::vector<JobPlacement> jobs;
@@ -78,6 +91,7 @@ struct TopologyConfig {
                          .propagation_delay = TimeDelta::FromMicroseconds(1),
                          .queue_capacity_packets = 8192};
   SwitchSettings switches;
+  PsModel ps_model;
   // ps_orphan_timeout: every PS engine's PsConfig::orphan_timeout (partial
   // state untouched this long is released); zero: twice worker.max_rto, so
   // that a live worker's resends (at least one per 1.25 x max_rto, timer

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   }
   if (!options->scenario.empty()) {
     absl::StatusOr<atp::sim_tool::ScenarioTable> table = atp::sim_tool::RunScenario(
-        options->scenario, options->scale, options->experiment.seed);
+        options->scenario, options->scale, options->experiment.seed,
+        options->experiment.topology.ps_model);
     if (!table.ok()) {
       std::fprintf(stderr, "atp-sim: %s\n", std::string(table.status().message()).c_str());
       return kExitUsage;

@@ -74,6 +74,12 @@ ABSL_FLAG(std::string, scenario, "",
 ABSL_FLAG(std::string, scale, "full",
           "Size of a --scenario's runs: 'full' (the sizes bench/results/simulator.md reports) or "
           "'small' (smaller tensors, for quick checks and ctest).");
+ABSL_FLAG(double, ps_link_gbps, 0,
+          "Bandwidth of each PS's link (its NIC), Gb/s: 0 (the default) is --link_gbps, else "
+          "0.001..1000000. Also with --scenario.");
+ABSL_FLAG(double, ps_packet_ns, 0,
+          "Time a PS host spends on each frame it receives, nanoseconds, one frame at a time "
+          "(0..1e9; 0: free, the default). Also with --scenario.");
 ABSL_FLAG(double, time_limit_ms, 60000.0,
           "Simulated time after which unfinished jobs are reported as not completed.");
 
@@ -186,8 +192,8 @@ absl::StatusOr<Options> OptionsFromFlags() {
          "levels", "index", "placement", "slots", "window", "orphan_timeout_ms", "reorder",
          "reorder_delay_us", "duplicate", "corrupt", "overflow_every", "jitter_us", "sample_us",
          "time_limit_ms"},
-        "not with --scenario (a scenario sets up its own runs; only --scale, --seed, --json and "
-        "--plot apply)"));
+        "not with --scenario (a scenario sets up its own runs; only --scale, --seed, --json, "
+        "--plot, --ps_link_gbps and --ps_packet_ns apply)"));
     bool known = false;
     for (const ScenarioInfo& info : Scenarios()) known = known || info.name == options.scenario;
     if (!known) {
@@ -195,6 +201,24 @@ absl::StatusOr<Options> OptionsFromFlags() {
                                           "'; scenarios: ", ScenarioNames()));
     }
   }
+  // The PS model: also a scenario's (every run of it).
+  sim::PsModel& ps = config.topology.ps_model;
+  const double ps_gbps = absl::GetFlag(FLAGS_ps_link_gbps);
+  if (!(ps_gbps == 0 || (ps_gbps >= 1e-3 && ps_gbps <= 1e6))) {
+    return Bad("ps_link_gbps", absl::StrCat(ps_gbps, " is neither 0 nor in [0.001, 1000000]"));
+  }
+  ps.link_bps = ps_gbps * 1e9;
+  const double ps_ns = absl::GetFlag(FLAGS_ps_packet_ns);
+  if (!(ps_ns >= 0 && ps_ns <= 1e9)) {
+    return Bad("ps_packet_ns", absl::StrCat(ps_ns, " is not in [0, 1e9] (at most a second per frame)"));
+  }
+  ATP_ASSIGN_OR_RETURN(ps.packet_service,
+                       Duration("ps_packet_ns", ps_ns, 1, 0, /*min_exclusive=*/false));
+  if (options.scenario == "skip-topologies" && (ps_gbps != 0 || ps.packet_service > TimeDelta::Zero())) {
+    ATP_RETURN_IF_ERROR(tool::RefuseGiven({"ps_link_gbps", "ps_packet_ns"},
+                                          "not with --scenario=skip-topologies (its collectives have no PS)"));
+  }
+
   const std::string scale = absl::GetFlag(FLAGS_scale);
   if (scale == "full") {
     options.scale = Scale::kFull;

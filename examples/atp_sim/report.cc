@@ -34,6 +34,14 @@ std::string FormatTable(const sim::ExperimentConfig& config, const sim::Experime
       topo.switches.partition == switch_emulator::PartitionMode::kStatic ? "static" : "dynamic",
       topo.switches.aggregators, config.impairments.loss, config.workload.values,
       config.workload.iterations, static_cast<unsigned>(config.seed));
+  if (topo.ps_model.link_bps > 0 || topo.ps_model.packet_service > TimeDelta::Zero()) {
+    // Said only when set, so the default header stays what scripts parse.
+    out.insert(out.size() - 1,
+               absl::StrFormat("ps: link %g Gb/s, %lld ns per received frame\n",
+                               (topo.ps_model.link_bps > 0 ? topo.ps_model.link_bps
+                                                           : topo.host_link.bandwidth_bps) / 1e9,
+                               static_cast<long long>(topo.ps_model.packet_service.ToNanoseconds())));
+  }
   absl::StrAppendFormat(&out, "%4s %7s %5s %12s %13s %12s %9s %10s %12s %6s\n", "job", "workers",
                         "racks", "time_ms", "goodput_Gbps", "frames_to_ps", "retrans",
                         "collisions", "aggr_in_use", "exact");
@@ -86,6 +94,9 @@ std::string FormatJson(const sim::ExperimentConfig& config, const sim::Experimen
       {"cc", topo.worker.congestion_control == worker::CongestionController::Mode::kAimd ? "on"
                                                                                          : "off"},
       {"seed", config.seed},
+      {"ps_link_gbps", (topo.ps_model.link_bps > 0 ? topo.ps_model.link_bps
+                                                   : topo.host_link.bandwidth_bps) / 1e9},
+      {"ps_packet_ns", topo.ps_model.packet_service.ToNanoseconds()},
   };
   json jobs = json::array();
   for (const sim::JobResult& job : result.jobs) {

@@ -40,9 +40,11 @@ constexpr std::array<ScenarioInfo, 6> kScenarios = {{
 // Runner: runs experiments and keeps the totals every table reports.
 class Runner {
  public:
-  explicit Runner(ScenarioTable* table) : table_(table) {}
+  // `ps`: the PS model every run of the scenario gets (atp-sim --ps_*).
+  Runner(ScenarioTable* table, const sim::PsModel& ps) : table_(table), ps_(ps) {}
 
-  absl::StatusOr<ExperimentResult> Run(const ExperimentConfig& config) {
+  absl::StatusOr<ExperimentResult> Run(ExperimentConfig config) {
+    config.topology.ps_model = ps_;
     absl::StatusOr<std::unique_ptr<sim::Experiment>> experiment = sim::Experiment::Create(config);
     if (!experiment.ok()) return experiment.status();
     // The wall clock is read outside the simulation, only to report speed.
@@ -58,6 +60,7 @@ class Runner {
 
  private:
   ScenarioTable* table_;
+  sim::PsModel ps_;
 };
 
 std::vector<int> Spread(int workers, int racks) { return sim::SpreadEvenly(workers, racks); }
@@ -86,7 +89,7 @@ constexpr uint32_t kSlots = 256;
 // of a run apart, each worker computing for a random time (up to that third)
 // before each iteration, so jobs come and go as in a shared cluster; on an
 // array of 100%, 66% and 33% of their summed demand.
-absl::StatusOr<ScenarioTable> DynamicVsStatic(Scale scale, uint64_t seed) {
+absl::StatusOr<ScenarioTable> DynamicVsStatic(Scale scale, uint64_t seed, const sim::PsModel& ps) {
   ScenarioTable table;
   table.title =
       "3 jobs x 4 workers in one rack, started a third of a run apart, each worker computing "
@@ -97,7 +100,7 @@ absl::StatusOr<ScenarioTable> DynamicVsStatic(Scale scale, uint64_t seed) {
       "faster = static jct / dynamic jct - 1; collisions: fragments the PS had to rehash"};
   table.columns = {"memory",     "aggregators",       "static_jct_ms",      "dynamic_jct_ms",
                    "faster_pct", "static_collisions", "dynamic_collisions", "exact"};
-  Runner runner(&table);
+  Runner runner(&table, ps);
   const size_t fragments = scale == Scale::kFull ? 16000 : 3000;
   // About a third of one job's run alone (100 Gb/s, 4 workers).
   const TimeDelta stagger = TimeDelta::FromNanoseconds(static_cast<int64_t>(fragments) * 25);
@@ -142,7 +145,7 @@ absl::StatusOr<ScenarioTable> DynamicVsStatic(Scale scale, uint64_t seed) {
 }
 
 // hash-vs-sequential: 8 jobs of 2 workers in one rack on one array.
-absl::StatusOr<ScenarioTable> HashVsSequential(Scale scale, uint64_t seed) {
+absl::StatusOr<ScenarioTable> HashVsSequential(Scale scale, uint64_t seed, const sim::PsModel& ps) {
   ScenarioTable table;
   table.title = "8 jobs x 4 workers in one rack sharing one switch's aggregators";
   table.paper =
@@ -152,7 +155,7 @@ absl::StatusOr<ScenarioTable> HashVsSequential(Scale scale, uint64_t seed) {
                  "collisions: fragments the PS rehashed; frames_to_ps: all jobs"};
   table.columns = {"memory",       "aggregators", "index", "collisions",
                    "frames_to_ps", "jct_ms",      "exact"};
-  Runner runner(&table);
+  Runner runner(&table, ps);
   const size_t fragments = scale == Scale::kFull ? 8000 : 1500;
   int64_t collisions[2] = {0, 0};  // at 100%: hash, sequential
   double jct[2] = {0, 0};
@@ -191,7 +194,7 @@ absl::StatusOr<ScenarioTable> HashVsSequential(Scale scale, uint64_t seed) {
 }
 
 // loss-sweep: one job of 4 workers in 2 racks (two-level aggregation).
-absl::StatusOr<ScenarioTable> LossSweep(Scale scale, uint64_t seed) {
+absl::StatusOr<ScenarioTable> LossSweep(Scale scale, uint64_t seed, const sim::PsModel& ps) {
   ScenarioTable table;
   table.title = "1 job x 4 workers in 2 racks, two-level aggregation, random loss on every link";
   table.paper = "below 0.1% loss almost no loss of throughput";
@@ -200,7 +203,7 @@ absl::StatusOr<ScenarioTable> LossSweep(Scale scale, uint64_t seed) {
   table.columns = {"loss_pct",        "jct_ms",   "goodput_gbps", "of_lossless_pct",
                    "retransmissions", "timeouts", "exact"};
   table.precision = 3;
-  Runner runner(&table);
+  Runner runner(&table, ps);
   const size_t fragments = scale == Scale::kFull ? 16912 : 4228;  // 4 MiB, 1 MiB
   const int iterations = scale == Scale::kFull ? 3 : 2;
   double lossless = 0.0;
@@ -231,7 +234,7 @@ absl::StatusOr<ScenarioTable> LossSweep(Scale scale, uint64_t seed) {
 }
 
 // ps-ingress: one job of 12 workers, 4 in each of 3 racks.
-absl::StatusOr<ScenarioTable> PsIngress(Scale scale, uint64_t seed) {
+absl::StatusOr<ScenarioTable> PsIngress(Scale scale, uint64_t seed, const sim::PsModel& ps) {
   ScenarioTable table;
   table.title = "1 job x 12 workers, 4 in each of 3 racks, PS in a rack of its own";
   table.paper = "two-level aggregation cuts the PS's ingress traffic by 66% vs rack-only";
@@ -239,7 +242,7 @@ absl::StatusOr<ScenarioTable> PsIngress(Scale scale, uint64_t seed) {
                  "less_than_rack_only = 1 - frames / frames with rack-only aggregation"};
   table.columns = {"levels", "frames_to_ps", "per_fragment", "less_than_rack_only_pct",
                    "jct_ms", "exact"};
-  Runner runner(&table);
+  Runner runner(&table, ps);
   const size_t fragments = scale == Scale::kFull ? 16000 : 2000;
   const int iterations = 2;
   struct Mode {
@@ -280,7 +283,7 @@ absl::StatusOr<ScenarioTable> PsIngress(Scale scale, uint64_t seed) {
 
 // cc-on-off: the fairness test's bottleneck (tests/sim/fairness_test.cc)
 // with half the aggregators the two jobs demand.
-absl::StatusOr<ScenarioTable> CcOnOff(Scale scale, uint64_t seed) {
+absl::StatusOr<ScenarioTable> CcOnOff(Scale scale, uint64_t seed, const sim::PsModel& ps) {
   ScenarioTable table;
   table.title =
       "2 jobs x 4 workers in 2 racks, one 100 Gb/s bottleneck toward the PS rack (256-frame "
@@ -293,7 +296,7 @@ absl::StatusOr<ScenarioTable> CcOnOff(Scale scale, uint64_t seed) {
   table.columns = {"cc",   "goodput_gbps", "cv",       "min_bin_gbps", "max_bin_gbps",
                    "jain", "tail_drops",   "timeouts", "jct_ms",       "exact"};
   table.precision = 3;
-  Runner runner(&table);
+  Runner runner(&table, ps);
   const size_t fragments = scale == Scale::kFull ? 40000 : 8000;
   double cv[2] = {0, 0};
   for (const bool cc_on : {true, false}) {
@@ -340,10 +343,14 @@ absl::StatusOr<ScenarioTable> CcOnOff(Scale scale, uint64_t seed) {
   return table;
 }
 
-using ScenarioFn = absl::StatusOr<ScenarioTable> (*)(Scale, uint64_t);
-constexpr std::array<ScenarioFn, kScenarios.size()> kRunners = {DynamicVsStatic, HashVsSequential,
-                                                                LossSweep, PsIngress, CcOnOff,
-                                                                SkipTopologies};
+using ScenarioFn = absl::StatusOr<ScenarioTable> (*)(Scale, uint64_t, const sim::PsModel&);
+// SkipReduce's collectives have no PS: atp-sim refuses --ps_* with it.
+absl::StatusOr<ScenarioTable> SkipTopologiesWithoutPs(Scale scale, uint64_t seed,
+                                                      const sim::PsModel&) {
+  return SkipTopologies(scale, seed);
+}
+constexpr std::array<ScenarioFn, kScenarios.size()> kRunners = {
+    DynamicVsStatic, HashVsSequential, LossSweep, PsIngress, CcOnOff, SkipTopologiesWithoutPs};
 
 }  // namespace
 
@@ -355,10 +362,17 @@ std::string ScenarioNames() {
   return absl::StrJoin(names, ", ");
 }
 
-absl::StatusOr<ScenarioTable> RunScenario(std::string_view name, Scale scale, uint64_t seed) {
+absl::StatusOr<ScenarioTable> RunScenario(std::string_view name, Scale scale, uint64_t seed,
+                                          const sim::PsModel& ps) {
   for (size_t i = 0; i < kScenarios.size(); ++i) {
     if (kScenarios[i].name != name) continue;
-    ATP_ASSIGN_OR_RETURN(ScenarioTable table, kRunners[i](scale, seed));
+    ATP_ASSIGN_OR_RETURN(ScenarioTable table, kRunners[i](scale, seed, ps));
+    if (ps.link_bps > 0 || ps.packet_service > TimeDelta::Zero()) {
+      table.notes.push_back(absl::StrFormat(
+          "PS model: link %s, %lld ns per received frame (--ps_link_gbps, --ps_packet_ns)",
+          ps.link_bps > 0 ? absl::StrCat(ps.link_bps / 1e9, " Gb/s") : "as every host's",
+          static_cast<long long>(ps.packet_service.ToNanoseconds())));
+    }
     table.name = std::string(name);
     return table;
   }

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "examples/atp_sim/scenario_table.h"
+#include "sim/topology.h"
 
 namespace atp::sim_tool {
 
@@ -34,8 +35,10 @@ std::span<const ScenarioInfo> Scenarios();
 std::string ScenarioNames();
 
 // RunScenario: NotFoundError for an unknown name; InvalidArgumentError if a
-// run could not be built. `seed` seeds every run's workload and filters.
-absl::StatusOr<ScenarioTable> RunScenario(std::string_view name, Scale scale, uint64_t seed);
+// run could not be built. `seed` seeds every run's workload and filters;
+// `ps` is every run's PS model (ignored by skip-topologies, which has no PS).
+absl::StatusOr<ScenarioTable> RunScenario(std::string_view name, Scale scale, uint64_t seed,
+                                          const sim::PsModel& ps = {});
 
 }  // namespace atp::sim_tool
 

@@ -271,6 +271,7 @@ int ReportWorker(const EndpointSpec& spec, int64_t n, int iterations, const Work
     j["retransmissions"] = stats.retransmissions;
     j["timeouts"] = stats.timeouts;
     j["ecn_marks"] = stats.ecn_marks;
+    j["window_reductions"] = stats.window_reductions;
     j["loss_events"] = stats.loss_events;
     j["window"] = stats.window;  // at the end, summed over the queues
     if (!stats.queues.empty()) {

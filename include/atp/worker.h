@@ -108,6 +108,8 @@ struct WorkerQueueStatistics {
   uint64_t loss_events = 0;         // fragments declared lost by reordering
   uint64_t collisions = 0;          // parameter packets carrying a new aggregator index
   uint64_t ecn_marks = 0;           // parameter packets with ECN set
+  uint64_t window_reductions = 0;   // congestion window halvings (on ECN marks and losses,
+                                    // at most one per round trip)
   uint64_t overflow_requests = 0;   // requests to resend as float32
   uint64_t parameter_packets = 0;   // parameter packets that completed a fragment
   uint64_t frames_received = 0;     // frames the transport handed over
@@ -137,6 +139,7 @@ struct WorkerStats {
   uint64_t loss_events = 0;
   uint64_t collisions = 0;
   uint64_t ecn_marks = 0;
+  uint64_t window_reductions = 0;
   uint64_t overflow_requests = 0;
   uint64_t parameter_packets = 0;
   uint64_t frames_received = 0;

@@ -328,6 +328,7 @@ void WorkerIoLoop::Publish() {
   s.loss_events = e.loss_events;
   s.collisions = e.collisions_seen;
   s.ecn_marks = e.ecn_marks;
+  s.window_reductions = e.window_reductions;
   s.overflow_requests = e.overflow_requests;
   s.parameter_packets = e.parameter_packets;
   s.frames_received = frames_received_;

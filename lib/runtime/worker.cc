@@ -226,6 +226,7 @@ WorkerStats WorkerImpl::stats() const {
     s.loss_events += q.loss_events;
     s.collisions += q.collisions;
     s.ecn_marks += q.ecn_marks;
+    s.window_reductions += q.window_reductions;
     s.overflow_requests += q.overflow_requests;
     s.parameter_packets += q.parameter_packets;
     s.frames_received += q.frames_received;

@@ -437,6 +437,7 @@ WorkerQueueStats WorkerQueueEngine::stats() const {
   WorkerQueueStats s = counters_;
   s.window = cc_.window();
   s.ssthresh = cc_.ssthresh();
+  s.window_reductions = cc_.debug_state().reductions;
   s.in_flight = in_flight_;
   s.window_in_flight = window_in_flight_;
   s.recovery_pending = recovery_end_ - std::min(recovery_next_, recovery_end_);

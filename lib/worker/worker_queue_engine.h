@@ -132,6 +132,7 @@ struct WorkerQueueStats {
   // Events.
   uint64_t loss_events = 0;          // positions declared lost by reordering
   uint64_t timeouts = 0;             // retransmission timeouts
+  uint64_t window_reductions = 0;    // window halvings (ecn marks, losses): congestion control's
   uint64_t rtt_samples = 0;          // round trips measured
   uint64_t operations_completed = 0;
   // State now.

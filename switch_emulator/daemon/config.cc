@@ -28,6 +28,8 @@ using switch_emulator::PartitionMode;
 constexpr size_t kMaxNameBytes = 32;
 constexpr size_t kMaxSocketPathBytes = 107;  // sockaddr_un::sun_path, NUL excluded
 constexpr size_t kMaxIfaceBytes = 15;        // IFNAMSIZ - 1
+constexpr uint64_t kMaxRateMbps = 1'000'000;  // a port's rate_mbps: up to 1 Tb/s
+constexpr uint64_t kMaxQueueFrames = 65536;   // a rate-limited queue's FIFO
 
 bool IsMulticastGroup(wire::Ipv4Address ip) { return (ip.value >> 28) == 0xE; }
 
@@ -204,6 +206,17 @@ class Parser {
       }
       if (std::optional<YamlField> pcap = m.Take("pcap")) {
         ATP_ASSIGN_OR_RETURN(port.pcap, ctx_.Bool(*pcap, field + ".pcap"));
+      }
+      if (std::optional<YamlField> rate = m.Take("rate_mbps")) {
+        ATP_ASSIGN_OR_RETURN(port.rate_mbps, ctx_.Uint(*rate, field + ".rate_mbps", 1, kMaxRateMbps));
+      }
+      if (std::optional<YamlField> frames = m.Take("queue_frames")) {
+        if (port.rate_mbps == 0) {
+          return ctx_.ErrorAt(*frames, absl::StrCat(field, ".queue_frames: only with rate_mbps "
+                                                           "(a port without a rate holds no queue of its own)"));
+        }
+        ATP_ASSIGN_OR_RETURN(port.queue_frames,
+                             ctx_.Uint(*frames, field + ".queue_frames", 1, kMaxQueueFrames));
       }
       switch (port.type) {
         case PortType::kMemif: {

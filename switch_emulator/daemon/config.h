@@ -47,6 +47,11 @@ struct PortConfig {
   uint32_t queues = 1;  // 1..16: the port's queues; egress queue = UDP port - base_port (mod queues)
   int line = 0;         // where the port was declared, for later errors
   bool pcap = false;    // capture this port under --pcap_dir (docs/observability.md)
+  // rate_mbps: > 0: the port sends at most this many Mb/s, from a FIFO of
+  // queue_frames frames per queue (switch_emulator/daemon/port_rate.h); 0:
+  // as fast as the port takes frames.
+  uint64_t rate_mbps = 0;
+  uint32_t queue_frames = 1024;
   // kMemif
   std::string socket;  // a socket file path
   MemifPortRole role = MemifPortRole::kServer;

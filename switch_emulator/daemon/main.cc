@@ -29,7 +29,9 @@
 #include "lib/tool/flag_checks.h"
 #include "switch_emulator/pipeline/aggregator.h"
 #include "switch_emulator/daemon/config.h"
+#include "lib/host/clock.h"
 #include "switch_emulator/daemon/port_capture.h"
+#include "switch_emulator/daemon/port_rate.h"
 #include "switch_emulator/daemon/ports.h"
 #include "switch_emulator/daemon/stats.h"
 #include "switch_emulator/daemon/switch_daemon.h"
@@ -222,6 +224,12 @@ int Main(int argc, char** argv) {
     return kOpenFailedExit;
   }
   if (absl::Status s = CapturePorts(*config, capture, ports->devices); !s.ok()) {
+    std::fprintf(stderr, "atp-switchd: %s\n", std::string(s.message()).c_str());
+    return kOpenFailedExit;
+  }
+  // Outside the capture: a rate-limited port's frames are recorded when
+  // they leave its egress FIFO.
+  if (absl::Status s = LimitPortRates(*config, runtime::MonotonicNow, ports->devices); !s.ok()) {
     std::fprintf(stderr, "atp-switchd: %s\n", std::string(s.message()).c_str());
     return kOpenFailedExit;
   }

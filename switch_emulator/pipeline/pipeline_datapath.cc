@@ -304,6 +304,11 @@ ATP_HOT Decision SwitchPipeline::ProcessWith(std::span<uint8_t> frame, TimePoint
   if (egress_queue_depth > ecn_threshold_) [[unlikely]] {
     MarkEcn(p);
     h.fan_flags |= FrameView::kEcn;
+  } else if (FrameView(p).ip_tos() == wire::kTosCe) [[unlikely]] {
+    // A switch upstream that only forwards this job marked CE (it never
+    // writes the ATP header): the mark counts as this packet's ecn, so it
+    // survives aggregation into the packet the PS sees.
+    h.fan_flags |= FrameView::kEcn;
   }
   // Rules 2 and 3.
   if (Has(h, FrameView::kAck | FrameView::kFp)) [[unlikely]] {

@@ -25,13 +25,12 @@
 #                   worker's fragments into tor0), and the captures hold ATP
 #                   frames (counted by tshark with tools/wireshark/atp.lua
 #                   when tshark is there)
-#   ecn             every switch's ECN threshold 0 (a mark whenever the egress
-#                   queue held a frame at its last flush): the job is exact;
-#                   the marks the workers saw (their congestion control's
-#                   signal), the core's CE marks (it aggregates nothing) and the
-#                   PS's CE-to-ecn count are printed, not required (the depth
-#                   is 0 whenever the reader keeps up). memif only: a kernel UDP
-#                   port has no queue depth (docs/switchd.md).
+#   ecn             one bottleneck (testbed --bottleneck_mbps: the core's port
+#                   toward torps sends at most 100 Mb/s), the job run twice:
+#                   marking off (no CE anywhere, no marked parameter packet)
+#                   and at a threshold of 8 frames (CE marks at the core, every
+#                   worker sees marked parameter packets, and the workers'
+#                   windows end smaller). Exact both times. Every variant.
 #   single_switch   --racks=1 --workers_per_rack=3 --io_threads=2: one switch
 #                   aggregating both levels, 3 workers and the PS behind it, 2
 #                   queues per port: every result exact, tor0 aggregated, no
@@ -278,36 +277,52 @@ case "$case_name" in
     wait_aggregators_free 2
     ;;
   ecn)
-    if [[ "$variant" != memif ]]; then
-      failed=0
-      echo "SKIP: only memif ports have a queue depth a switch reads (docs/switchd.md)"
-      exit 77
-    fi
-    up --jobs=1 --ecn_threshold=0
-    run_job 1
-    marks=0
-    for r in 0 1 2 3; do
-      m=$(/usr/bin/python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["ecn_marks"])' "$out/w1_$r.json")
-      marks=$((marks + m))
+    # The same job twice through one bottleneck, the core's port toward
+    # torps at $rate Mb/s (its egress FIFO is a queue at every port kind:
+    # switch_emulator/daemon/port_rate.h): once with marking off (threshold
+    # beyond any depth), once with a threshold of 8 frames. The core only
+    # forwards: it marks IPv4 CE, torps carries the mark into the level-2
+    # aggregate's ecn bit, the PS into its parameter packets, and the workers'
+    # congestion control halves on them. Asserted: no mark at all when off;
+    # with marking, marks at the core and at every worker, and smaller
+    # windows at the end than without. Counts, not times.
+    rate=${ATP_MP_BOTTLENECK_MBPS:-100}
+    for mode in off on; do
+      threshold=1000000
+      [[ "$mode" == on ]] && threshold=8
+      up --jobs=1 --ecn_threshold="$threshold" --bottleneck_mbps="$rate"
+      run_job 1
+      snapshot core "$out/core_$mode.json"
+      /usr/bin/python3 - "$out" "$mode" "$workers" <<'PY' >"$out/ecn_$mode.txt" || fail "no worker JSON in the $mode run"
+import json, sys
+out, mode, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rows = [json.loads(open(f"{out}/w1_{r}.json").read().strip().splitlines()[-1]) for r in range(workers)]
+print(" ".join(str(sum(r[k] for r in rows))
+               for k in ("ecn_marks", "window_reductions", "window", "timeouts", "loss_events")),
+      min(r["ecn_marks"] for r in rows))
+PY
+      read -r marks halvings windows timeouts losses min_marks <"$out/ecn_$mode.txt"
+      ce=$(json "$out/core_$mode.json" 'd["routing"]["ce_marked"]')
+      drops=$(json "$out/core_$mode.json" '[p for p in d["ports"] if p["name"] == "torps"][0]["tx_dropped"]')
+      note "ecn $mode: core CE marks $ce, bottleneck drops $drops; workers: $marks marked parameter packets (fewest $min_marks), $halvings window halvings, windows at the end $windows in all, $timeouts timeouts, $losses losses"
+      "$testbed" down --dir="$dir"
+      if [[ "$mode" == off ]]; then
+        [[ $ce -eq 0 && $marks -eq 0 ]] || fail "marking off, yet $ce CE marks at the core and $marks at the workers"
+        off_windows=$windows off_halvings=$halvings
+      else
+        [[ $ce -gt 0 ]] || fail "the core's bottleneck never held more than 8 frames: no CE mark"
+        [[ $min_marks -gt 0 ]] || fail "a worker saw no marked parameter packet ($marks in all)"
+        # Both runs halve on detected losses (reordering through the two
+        # level-1 switches makes a few); only the marked run also halves on
+        # marks, once per round trip while the bottleneck holds more than 8
+        # frames: many more halvings (5-10x in the runs we made), and windows
+        # that end lower (a third to three quarters).
+        [[ $halvings -gt $off_halvings ]] ||
+          fail "no more window halvings with marking ($halvings) than without ($off_halvings)"
+        [[ $windows -lt $off_windows ]] ||
+          fail "windows with marking ($windows) not below those without ($off_windows)"
+      fi
     done
-    # Marks are reported, not required: a switch reads the depth its egress
-    # ring held at the last flush, which is 0 whenever the reader keeps up
-    # (a clean-clone run on a quiet machine saw no mark at all). The CE ->
-    # ecn -> worker path is asserted deterministically by
-    # LoopbackClusterTest.ForwardingSwitchesMarkCeAndThePsCarriesItToTheWorkers.
-    snapshot core "$out/core.json"
-    snapshot tor0 "$out/tor0.json"
-    "$testbed" stats --dir="$dir" ps1 >"$out/ps1.json"
-    ps_ce=$(/usr/bin/python3 -c 'import json,sys
-def find(d):
-    if isinstance(d, dict):
-        if "ce_to_ecn" in d: return d["ce_to_ecn"]
-        for v in d.values():
-            r = find(v)
-            if r is not None: return r
-    return None
-print(find(json.load(open(sys.argv[1]))))' "$out/ps1.json")
-    note "ecn: workers saw $marks marked parameter packets; core CE marks $(json "$out/core.json" 'd["routing"]["ce_marked"]'), tor0 pipeline marks $(json "$out/tor0.json" 'd["pipeline"]["ecn_marked"]'), PS CE to ecn $ps_ce"
     ;;
   garbage)
     up --jobs=1

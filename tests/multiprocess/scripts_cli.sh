@@ -65,6 +65,7 @@ expect 2 "--jobs=3: an integer in 1..2" "$testbed" up --variant=udp --jobs=3 --d
 expect 2 "--workers_per_rack=0" "$testbed" up --variant=udp --workers_per_rack=0 --dir="$dir"
 expect 2 "--io_threads=17" "$testbed" up --variant=udp --io_threads=17 --dir="$dir"
 expect 2 "--racks=x" "$testbed" up --variant=udp --racks=x --dir="$dir"
+expect 2 "--bottleneck_mbps=-5: an integer in 0..1000000" "$testbed" up --variant=udp --bottleneck_mbps=-5 --dir="$dir"
 expect 2 "--udp_base=20000: a multiple of 64" "$testbed" up --variant=udp --udp_base=20000 --dir="$dir"
 expect 2 "--udp_base needs --variant=udp" "$testbed" up --variant=memif --udp_base=20032 --dir="$dir"
 expect 2 "unknown option '--bogus'" "$testbed" up --variant=udp --bogus --dir="$dir"

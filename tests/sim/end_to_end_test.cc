@@ -163,5 +163,36 @@ TEST(EndToEndTest, SameSeedGivesBitIdenticalResultsWithEcnAndTwoJobs) {
   ExpectIdentical(a, b);
 }
 
+// The PS model (TopologyConfig::ps_model): a slow PS link and a per-frame
+// service time keep runs bit-identical under one seed, and cost what they
+// should: with no in-network aggregation every frame reaches the PS, so the
+// job takes at least frames x service time, and longer than with a free PS.
+TEST(EndToEndTest, PsModelIsDeterministicAndCostsItsServiceTime) {
+  ExperimentConfig config = Config(1, {4}, 62 * 1000, 2);
+  config.topology.aggregation = AggregationMode::kNone;
+  config.impairments.loss = 0.001;
+  config.seed = 11;
+  const ExperimentResult free_ps = RunOrDie(config);
+  ExpectExact(free_ps);
+  config.topology.ps_model.link_bps = 25e9;
+  config.topology.ps_model.packet_service = TimeDelta::FromNanoseconds(400);
+  const ExperimentResult a = RunOrDie(config);
+  const ExperimentResult b = RunOrDie(config);
+  ExpectExact(a);
+  ExpectIdentical(a, b);
+  const TimeDelta served = TimeDelta::FromNanoseconds(400) * static_cast<int64_t>(a.jobs[0].frames_into_ps);
+  EXPECT_GE(a.jobs[0].completion_time, served);
+  EXPECT_GT(a.jobs[0].completion_time, free_ps.jobs[0].completion_time);
+}
+
+TEST(EndToEndTest, BadPsModelIsRefused) {
+  ExperimentConfig config = Config(1, {2}, 62 * 10, 1);
+  config.topology.ps_model.packet_service = TimeDelta::FromNanoseconds(-1);
+  EXPECT_FALSE(Experiment::Create(config).ok());
+  config.topology.ps_model.packet_service = TimeDelta::Zero();
+  config.topology.ps_model.link_bps = 10;  // 10 b/s: below 1 Mb/s
+  EXPECT_FALSE(Experiment::Create(config).ok());
+}
+
 }  // namespace
 }  // namespace atp::sim

@@ -170,6 +170,22 @@ TEST(SwitchdConfigTest, ValuesOutOfRange) {
             At(6) + "ports[1].queues: 17 is not in 1..16");
 }
 
+TEST(SwitchdConfigTest, PortRate) {
+  absl::StatusOr<SwitchdConfig> c = ParseSwitchdConfig(
+      Minimal("  - {name: b, type: memif, socket: /b, rate_mbps: 100, queue_frames: 256}\n"), kPath);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ports[0].rate_mbps, 0u) << "no rate: as fast as the port takes frames";
+  EXPECT_EQ(c->ports[1].rate_mbps, 100u);
+  EXPECT_EQ(c->ports[1].queue_frames, 256u);
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /b, rate_mbps: 0}\n")),
+            At(5) + "ports[1].rate_mbps: 0 is not in 1..1000000");
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /b, rate_mbps: 5, queue_frames: 0}\n")),
+            At(5) + "ports[1].queue_frames: 0 is not in 1..65536");
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /b, queue_frames: 64}\n")),
+            At(5) + "ports[1].queue_frames: only with rate_mbps (a port without a rate holds no "
+                    "queue of its own)");
+}
+
 TEST(SwitchdConfigTest, BadEnumValues) {
   EXPECT_EQ(ErrorOf(Minimal("partition: fixed\n")),
             At(5) + "partition: expected one of dynamic, static, got 'fixed'");

@@ -171,6 +171,11 @@ expect "--plot_interval_us" atp-sim --plot="$dir/p.svg" --plot_interval_us=inf
 expect "--plot_interval_us" atp-sim --plot="$dir/p.svg" --plot_interval_us=1e-9
 expect "--plot" atp-sim --plot=/nonexistent-atp-dir/x.png
 expect "--reorder_delay_us" atp-sim --reorder_delay_us=5
+expect "--ps_link_gbps" atp-sim --ps_link_gbps=-1
+expect "--ps_link_gbps" atp-sim --ps_link_gbps=nan
+expect "--ps_packet_ns" atp-sim --ps_packet_ns=-5
+expect "--ps_packet_ns" atp-sim --ps_packet_ns=2e9
+expect "--ps_packet_ns" atp-sim --scenario=skip-topologies --ps_packet_ns=100
 
 # --- embedded-ps
 expect "--tensor_floats" embedded-ps --tensor_floats=40000000000

@@ -50,6 +50,21 @@ TEST_F(PipelineTest, Rule1_NoMarkAtOrBelowThreshold) {
   EXPECT_EQ(pipeline().counters().ecn_marked, 0u);
 }
 
+TEST_F(PipelineTest, Rule1_UpstreamCeSurvivesAggregation) {
+  // A forwarding switch upstream marked w0 CE (it never writes ATP headers);
+  // this hop is not congested, yet the aggregate the PS gets carries ecn.
+  TestFrame w0 = Frame(Worker(kJobA, kSeq, kAgg, 0, 2), Ramp(1));
+  wire::FrameView(w0.bytes.data()).MarkCongestionExperienced();
+  EXPECT_EQ(SendVerdict(w0, kT0, 0), Verdict::kAbsorbed);
+  EXPECT_TRUE(State(kAgg).ecn) << "the aggregator records the upstream mark";
+  TestFrame w1 = Frame(Worker(kJobA, kSeq, kAgg, 1, 2), Ramp(2));
+  EXPECT_EQ(SendVerdict(w1, kT0, 0), Verdict::kToPs);
+  const Decoded d = Decode(w1);
+  ASSERT_EQ(d.error, DecodeError::kOk);
+  EXPECT_TRUE(d.header().ecn);
+  EXPECT_EQ(pipeline().counters().ecn_marked, 0u) << "not a mark of this hop";
+}
+
 TEST_F(PipelineTest, Rule1_EcnMarksParameterAndFpPacketsToo) {
   TestFrame ack = Frame(Ack(kJobA, kSeq, kAgg), Ramp(0));
   EXPECT_EQ(Send(ack, kT0, kEcnThreshold + 5), (Decision{Verdict::kMulticast, kGroupA}));
