@@ -15,7 +15,7 @@
 // | kWaitingForWorkers | Aborted | the PS reported that the stalled fragment waits for `workers` (global, rack-major indices), which never contributed: dead, stuck or not issuing the operation |
 // | kStalled | Aborted | the PS answers but completed nothing and named no one (e.g. it counts the frames as stale or ahead) |
 // | kPsRestarted | Aborted | the PS restarted and cannot rebuild the queue: some fragments completed at `workers` and not at the others (reported at once, not after the stall time) |
-// | kMismatch | FailedPrecondition | worker `workers[0]`'s configuration field `detail` (slots, layout, io_threads, scale) disagrees with the job's (reported at once by the PS) |
+// | kMismatch | FailedPrecondition | worker `workers[0]` disagrees with the job on `detail`: slots, layout, io_threads, scale (its configuration) or operation_size, operation_pieces (an operation); reported at once by the PS, and no result of that operation is delivered |
 //
 // After any of these the Worker is unusable: the queues' fragment streams no
 // longer agree with the PS's, so every operation still running finishes with
@@ -54,7 +54,8 @@ struct Failure {
   uint32_t queue = 0;        // the worker queue (I/O thread) that stalled
   std::vector<int> workers;  // kWaitingForWorkers: the global indices the PS waits for;
                              // kPsRestarted: the workers ahead; kMismatch: the worker
-  std::string detail;        // kMismatch: the field ("slots", "layout", "io_threads", "scale")
+  std::string detail;        // kMismatch: "slots", "layout", "io_threads", "scale",
+                             // "operation_size" or "operation_pieces"
 };
 
 // FailureOf: the Failure a status carries, or nullopt (OK, or a status that

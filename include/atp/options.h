@@ -17,8 +17,11 @@
 // JobOptions are job-wide: every worker of a job (and its parameter servers,
 // for the fields they share) must use the same values, because they decide
 // which queue, position and window slot each fragment travels with
-// (ATP-SPEC section 3). Nothing checks this across hosts yet: a mismatch shows
-// up as operations that stall and fail after JobOptions::stall_timeout.
+// (ATP-SPEC section 3). The PS checks slots, layout, io_threads and scale from
+// the workers' joins, and each operation's size from their kOpBegins: a
+// mismatch fails every worker with kMismatch (atp/failure.h). Other fields
+// that differ show up as operations that stall and fail after
+// JobOptions::stall_timeout.
 #ifndef ATP_OPTIONS_H_
 #define ATP_OPTIONS_H_
 

@@ -79,7 +79,8 @@ struct ParameterServerStats {
   uint64_t join_requests = 0;      // of those, asking a queue's workers to join (gradients
                                    // outside the window: a restart or a new run)
   uint64_t rebuilds = 0;           // queues rebuilt from the workers' joins (restart, new run)
-  uint64_t mismatches = 0;         // joins whose configuration disagreed with the job's
+  uint64_t mismatches = 0;         // joins or operations that disagreed with the job's
+  uint64_t operations_confirmed = 0;  // pieces of operations every worker declared alike
   // Events.
   uint64_t completed = 0;            // fragments completed (integer and float)
   uint64_t fp_completed = 0;         // of those, on the float32 overflow path

@@ -12,7 +12,10 @@
 // same sequence of aggregating operations (PushPull and Push), with the same
 // sizes, in the same order; the k-th such operation of every worker forms one
 // aggregation. Operations may be of any size (far beyond one window) and
-// many may be outstanding at once; each returns a Handle at once.
+// many may be outstanding at once; each returns a Handle at once. Workers
+// that disagree on an operation's size fail it with kMismatch
+// (atp/failure.h) instead of returning values: a worker delivers a result
+// only once the PS confirmed that every worker declared the operation alike.
 //
 // - PushPull(input, output): contributes `input`; when the handle finishes,
 //   `output` holds the aggregate of every worker's input of this operation,

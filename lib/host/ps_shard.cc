@@ -9,6 +9,7 @@
 #include "lib/host/worker_config.h"
 #include "lib/logging/log.h"
 #include "lib/protocol/join_message.h"
+#include "lib/protocol/op_begin_message.h"
 #include "lib/protocol/status_message.h"
 #include "lib/wire/control_message.h"
 
@@ -89,7 +90,7 @@ void PsShard::OnControl(const wire::AtpMessage& message, TimePoint /*now*/, Fram
       OnJoin(message, control);
       return;
     case wire::ControlType::kOpBegin:
-      ++control_unhandled_;
+      OnOpBegin(message, control);
       return;
     case wire::ControlType::kStatus:
       ++control_rejected_;  // PS-to-worker only: DecodeControl refuses it without ack
@@ -133,6 +134,66 @@ void PsShard::RequestJoins(TimePoint now) {
   }
 }
 
+std::optional<int> PsShard::SenderOf(const wire::AtpMessage& message,
+                                     const wire::ControlMessage& control) const {
+  const ps::JobLayout* layout = engine_.job_layout(message.header.job);
+  const int rack = std::countr_zero(message.header.bitmap1);
+  const int in_rack = std::countr_zero(message.header.bitmap0);
+  if (layout == nullptr || !engine_.ServesQueue(message.header.queue()) ||
+      rack >= layout->racks() || in_rack >= wire::kMaxFanIn ||
+      control.sender >= static_cast<uint32_t>(layout->total_workers()) ||
+      static_cast<uint32_t>(layout->worker_index(rack, in_rack)) != control.sender) {
+    return std::nullopt;
+  }
+  return static_cast<int>(control.sender);
+}
+
+void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control) {
+  const std::optional<int> worker = SenderOf(message, control);
+  protocol::OpBeginBody body;
+  if (!worker.has_value() || !protocol::DecodeOpBegin(control, &body)) {
+    ++control_rejected_;
+    return;
+  }
+  ++control_received_;
+  const uint8_t job = message.header.job;
+  const uint32_t queue = message.header.queue();
+  JobControl& state = Control(job);
+  const ps::OpLedger::Outcome outcome =
+      state.ledger.OnOpBegin(engine_.served_index(queue), *worker, control.incarnation, body);
+  protocol::StatusBody status;
+  status.position = static_cast<uint32_t>(body.first_position & wire::kPositionMask);
+  switch (outcome.verdict) {
+    case ps::OpLedger::Verdict::kPending:
+    case ps::OpLedger::Verdict::kTooOld:
+      return;
+    case ps::OpLedger::Verdict::kConfirmed:
+      status.kind = protocol::StatusKind::kOpConfirmed;
+      status.expected = body.piece;
+      SendStatus(job, queue, status);
+      ++ops_confirmed_;
+      return;
+    case ps::OpLedger::Verdict::kMismatch: {
+      const bool size = outcome.expected.op_values != body.op_values;
+      status.kind = protocol::StatusKind::kMismatch;
+      status.workers.Add(*worker);
+      status.field = static_cast<uint32_t>(size ? protocol::MismatchField::kOperationSize
+                                                : protocol::MismatchField::kOperationPieces);
+      status.expected = size ? outcome.expected.op_values : outcome.expected.positions;
+      status.received = size ? body.op_values : body.positions;
+      SendStatus(job, queue, status);
+      if (queue != 0) SendStatus(job, 0, status);  // every worker has queue 0
+      ++mismatches_;
+      internal::Logger().error(
+          "parameter server: job {} queue {}: worker {} declared piece {} with {} = {}, worker "
+          "{} with {}",
+          job, queue, *worker, body.piece, protocol::MismatchFieldName(status.field),
+          status.received, outcome.first_worker, status.expected);
+      return;
+    }
+  }
+}
+
 void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage& control) {
   const uint8_t job = message.header.job;
   const uint32_t queue = message.header.queue();
@@ -159,6 +220,9 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
     mismatch.expected = expected;
     mismatch.received = received;
     SendStatus(job, queue, mismatch);
+    // Every worker has queue 0; a worker with fewer io_threads may not have
+    // this one.
+    if (queue != 0) SendStatus(job, 0, mismatch);
     ++mismatches_;
     internal::Logger().error(
         "parameter server: job {}: worker {} joined queue {} with {} = {}, the job's is {}", job,
@@ -211,6 +275,7 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
         job, queue, decision->lowest, decision->highest, absl::StrJoin(decision->ahead, ", "));
     return;
   }
+  if (decision->mode == ps::RebuildMode::kNewRun) state.ledger.Reset(engine_.served_index(queue));
   const size_t changed = engine_.RebuildQueue(job, queue, decision->lowest, decision->mode);
   if (changed > 0) {
     ++rebuilds_;
@@ -293,6 +358,7 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.join_requests += join_requests_sent_;
   stats.rebuilds += rebuilds_;
   stats.mismatches += mismatches_;
+  stats.operations_confirmed += ops_confirmed_;
 }
 
 }  // namespace atp::runtime

@@ -30,6 +30,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,7 @@
 #include "lib/protocol/message_sink.h"
 #include "lib/protocol/status_message.h"
 #include "lib/ps/ps_engine.h"
+#include "lib/ps/op_ledger.h"
 #include "lib/ps/run_tracker.h"
 #include "lib/wire/control_message.h"
 
@@ -130,6 +132,11 @@ class PsShard {
   // OnControl: a control frame from a worker, by type.
   void OnControl(const wire::AtpMessage& message, TimePoint now, FrameSink& sink);
   void OnJoin(const wire::AtpMessage& message, const wire::ControlMessage& control);
+  void OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control);
+  // SenderOf: the sender's global index, if the header's bitmaps name the
+  // worker the control message says, of a job and queue served here.
+  std::optional<int> SenderOf(const wire::AtpMessage& message,
+                              const wire::ControlMessage& control) const;
   // RequestJoins: a join request for each job and queue that saw gradients
   // outside the window, rate-limited.
   void RequestJoins(TimePoint now);
@@ -138,8 +145,10 @@ class PsShard {
 
   // JobControl: what the shard knows of a job's runs (created on its first join).
   struct JobControl {
-    explicit JobControl(int workers, uint32_t served_queues) : tracker(workers, served_queues) {}
+    explicit JobControl(int workers, uint32_t served_queues)
+        : tracker(workers, served_queues), ledger(workers, served_queues) {}
     ps::RunTracker tracker;
+    ps::OpLedger ledger;
     bool has_reference = false;  // io_threads and scale of the first worker that joined
     uint32_t io_threads = 0;
     uint64_t scale_bits = 0;
@@ -169,6 +178,7 @@ class PsShard {
   uint64_t join_requests_sent_ = 0;
   uint64_t rebuilds_ = 0;
   uint64_t mismatches_ = 0;
+  uint64_t ops_confirmed_ = 0;
   uint64_t control_received_ = 0;   // control frames understood
   uint64_t control_rejected_ = 0;   // control frames that did not decode or belong to the PS
   uint64_t control_unhandled_ = 0;  // types this PS does not act on yet

@@ -122,6 +122,10 @@ StepResult WorkerIoLoop::Step(TimePoint now) {
   }
   bool work = TakeSubmitted(now);
   work |= Receive(now);
+  // A control frame (a mismatch, an unrecoverable restart) may have failed
+  // the queue: its records are gone and the engine must not be touched.
+  if (failed_) return StepFailed();
+  if (!unconfirmed_.empty() && now >= next_op_begin_resend_) ResendOpBegins(now);
   work |= FinishCompleted();
   CheckStall(now);
   if (failed_) return StepFailed();
@@ -134,6 +138,7 @@ StepResult WorkerIoLoop::Step(TimePoint now) {
   result.did_work = work;
   result.deadline = engine_->NextDeadline();
   if (Busy()) result.deadline = Earliest(result.deadline, stall_.deadline());
+  if (!unconfirmed_.empty()) result.deadline = Earliest(result.deadline, next_op_begin_resend_);
   // Frames waiting for room at the receiver (held by the queue or by us):
   // come back soon even if nothing else happens.
   if (held_by_queue_ > 0 || HasPending()) {
@@ -152,6 +157,8 @@ bool WorkerIoLoop::TakeSubmitted(TimePoint now) {
   // An idle queue that gets work starts the stall clock afresh.
   if (!Busy()) stall_.OnBusy(now);
   for (PieceRequest& piece : taking_) {
+    const worker::WorkerQueueStats before = engine_->stats();
+    const uint64_t first_position = before.next_position + before.queued_positions;
     absl::StatusOr<worker::OperationId> id = engine_->Enqueue(piece.input, piece.output, piece.skip);
     if (!id.ok()) {
       piece.op->Finish(id.status());
@@ -161,6 +168,21 @@ bool WorkerIoLoop::TakeSubmitted(TimePoint now) {
     // Engine ids are consecutive from 1: the record of id sits at id - first_id_.
     records_.push_back(
         Record{std::move(piece.op), piece.output, piece.reduction, piece.average_divisor, false});
+    if (config_.confirm_operations) {
+      const worker::WorkerQueueStats after = engine_->stats();
+      protocol::OpBeginBody body;
+      body.piece = next_piece_++;
+      body.first_position = first_position;
+      body.positions = after.next_position + after.queued_positions - first_position;
+      body.op_values = piece.op_values;
+      records_.back().piece = body.piece;
+      records_.back().confirmed = false;
+      if (unconfirmed_.empty()) next_op_begin_resend_ = now + engine_->stats().rto;
+      unconfirmed_.push_back(body);
+      wire::ControlMessage control;
+      protocol::EncodeOpBegin(body, control);
+      SendControl(control);
+    }
     fragments_assigned_ += piece.fragments;
   }
   taking_.clear();
@@ -184,6 +206,9 @@ bool WorkerIoLoop::Receive(TimePoint now) {
         OnControl(frame, now);
         continue;
       }
+      // Failed by a control frame earlier in this burst: the outputs may be
+      // freed already.
+      if (failed_) continue;
       // Valid: exactly kFrameBytes. The engine dequantizes the payload
       // straight from the frame into the operation's output.
       engine_->OnParameterPacket(header, frame.subspan<wire::kPayloadOffset, wire::kPayloadBytes>(),
@@ -194,7 +219,7 @@ bool WorkerIoLoop::Receive(TimePoint now) {
     if (n < rx_frames_.size()) break;
   }
   frames_received_ += total;
-  if (total > 0) {
+  if (total > 0 && !failed_) {
     const uint64_t completions = engine_->stats().parameter_packets;
     if (completions != completions_seen_) {
       completions_seen_ = completions;
@@ -250,6 +275,9 @@ void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, TimePoint now) {
     case protocol::StatusKind::kJoinRequest:
       SendJoin();
       return;
+    case protocol::StatusKind::kOpConfirmed:
+      OnOpConfirmed(status.expected, now);
+      return;
     case protocol::StatusKind::kRestartUnrecoverable:
       failure.kind = FailureKind::kPsRestarted;
       return Fail(absl::AbortedError(absl::StrCat(
@@ -264,13 +292,18 @@ void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, TimePoint now) {
       failure.detail = protocol::MismatchFieldName(status.field);
       const bool scale =
           status.field == static_cast<uint32_t>(protocol::MismatchField::kScale);
+      const bool vs_ps = status.field == static_cast<uint32_t>(protocol::MismatchField::kSlots) ||
+                         status.field == static_cast<uint32_t>(protocol::MismatchField::kLayout);
       const std::string expected = scale ? absl::StrCat(std::bit_cast<double>(status.expected))
                                          : absl::StrCat(status.expected);
       const std::string received = scale ? absl::StrCat(std::bit_cast<double>(status.received))
                                          : absl::StrCat(status.received);
       return Fail(absl::FailedPreconditionError(absl::StrCat(
                       "ATP job ", job, ": worker ", absl::StrJoin(failure.workers, ", "),
-                      " has ", failure.detail, " = ", received, " but the job's is ", expected,
+                      " has ", failure.detail, " = ", received,
+                      vs_ps ? " but the parameter server's is "
+                            : " but the first worker to declare it has ",
+                      expected,
                       " (reported by the parameter server; every worker of a job must use the "
                       "same JobOptions)")),
                   failure);
@@ -298,12 +331,17 @@ void WorkerIoLoop::SendJoin() {
   join.lowest_unacked = stats.lowest_unacked;
   join.next_position = stats.next_position;
   wire::ControlMessage control;
-  // The global (rack-major) index.
+  protocol::EncodeJoin(join, control);
+  SendControl(control);
+}
+
+void WorkerIoLoop::SendControl(const wire::ControlMessage& body) {
+  const worker::WorkerQueueConfig& engine_config = engine_->config();
+  wire::ControlMessage control = body;
   int rank = engine_config.worker_in_rack;
   for (int r = 0; r < engine_config.rack; ++r) rank += engine_config.shape.workers_in_rack(r);
   control.sender = static_cast<uint32_t>(rank);
   control.incarnation = config_.incarnation;
-  protocol::EncodeJoin(join, control);
   wire::ControlSender sender;
   sender.worker_in_rack = static_cast<uint32_t>(engine_config.worker_in_rack);
   sender.rack = static_cast<uint32_t>(engine_config.rack);
@@ -411,26 +449,62 @@ bool WorkerIoLoop::FinishCompleted() {
     any = true;
     for (size_t i = 0; i < n; ++i) {
       Record& record = records_[completed_ids_[i] - first_id_];
-      record.done = true;
-      if (record.reduction == Reduction::kAverage) {
-        const int divisor =
-            record.average_divisor > 0 ? record.average_divisor : config_.total_workers;
-        const float workers = static_cast<float>(divisor);
-        for (float& v : record.output) v /= workers;
-      }
-      finishing_.push_back(record.op);
+      record.engine_done = true;
+      // Unconfirmed: its result waits for the PS's confirmation (OnOpConfirmed).
+      if (record.confirmed) Deliver(record);
     }
   }
   if (!any) return false;
+  DeliverFinished();
+  return true;
+}
+
+void WorkerIoLoop::Deliver(Record& record) {
+  record.done = true;
+  if (record.reduction == Reduction::kAverage) {
+    const int divisor = record.average_divisor > 0 ? record.average_divisor : config_.total_workers;
+    const float workers = static_cast<float>(divisor);
+    for (float& v : record.output) v /= workers;
+  }
+  finishing_.push_back(record.op);
+}
+
+void WorkerIoLoop::DeliverFinished() {
   while (!records_.empty() && records_.front().done) {
     records_.pop_front();
     ++first_id_;
   }
+  if (finishing_.empty()) return;
   // Publish before finishing, so that stats() after a Wait sees this work.
   Publish();
   for (std::shared_ptr<internal::OpState>& op : finishing_) op->PieceDone();
   finishing_.clear();
-  return true;
+}
+
+void WorkerIoLoop::OnOpConfirmed(uint64_t piece, TimePoint now) {
+  auto pending = std::find_if(unconfirmed_.begin(), unconfirmed_.end(),
+                              [piece](const protocol::OpBeginBody& b) { return b.piece == piece; });
+  if (pending == unconfirmed_.end()) return;  // a repeat
+  unconfirmed_.erase(pending);
+  stall_.OnProgress(now);
+  for (Record& record : records_) {
+    if (record.done || record.piece != piece || record.confirmed) continue;
+    record.confirmed = true;
+    if (record.engine_done) Deliver(record);
+    break;
+  }
+  DeliverFinished();
+}
+
+void WorkerIoLoop::ResendOpBegins(TimePoint now) {
+  size_t sent = 0;
+  for (const protocol::OpBeginBody& body : unconfirmed_) {
+    if (sent++ == burst_) break;
+    wire::ControlMessage control;
+    protocol::EncodeOpBegin(body, control);
+    SendControl(control);
+  }
+  next_op_begin_resend_ = now + engine_->stats().rto;
 }
 
 bool WorkerIoLoop::RetryPending() {

@@ -74,6 +74,7 @@
 #include "lib/host/polling_thread.h"
 #include "lib/host/stall_watch.h"
 #include "lib/host/worker_failure.h"
+#include "lib/protocol/op_begin_message.h"
 #include "lib/protocol/status_message.h"
 #include "lib/worker/worker_queue_config.h"
 #include "lib/worker/worker_queue_engine.h"
@@ -91,6 +92,7 @@ struct PieceRequest {
   // SkipReduce's DropReduce sets N - k (OpOptions::skip).
   int average_divisor = 0;
   uint64_t fragments = 0;
+  uint64_t op_values = 0;  // the whole operation's values (kOpBegin)
   worker::FragmentSkip skip;  // SkipReduce: the fragments left out (none by default)
 };
 
@@ -113,6 +115,10 @@ struct WorkerIoLoopConfig {
   // the PS checks its configuration at once; tests counting frames do not).
   // Join requests from the PS are answered either way.
   bool join_at_start = false;
+  // confirm_operations: declare every piece to the PS (kOpBegin) and deliver
+  // its result only once the PS confirmed that every worker declared it
+  // alike (the Worker does; tests counting frames do not).
+  bool confirm_operations = false;
 };
 
 class WorkerIoLoop {
@@ -167,6 +173,9 @@ class WorkerIoLoop {
     Reduction reduction = Reduction::kSum;
     int average_divisor = 0;  // PieceRequest::average_divisor
     bool done = false;
+    uint64_t piece = 0;        // its number in the queue (kOpBegin)
+    bool confirmed = true;     // the PS confirmed it (or confirmation is off)
+    bool engine_done = false;  // the engine completed it
   };
 
   WorkerIoLoop(const WorkerIoLoopConfig& config, std::unique_ptr<worker::WorkerQueueEngine> engine,
@@ -186,6 +195,16 @@ class WorkerIoLoop {
   // SendJoin: one kJoin to the PS (dropped if the transport has no room: the
   // PS asks again).
   void SendJoin();
+  // SendControl: one control frame to the PS (dropped if there is no room).
+  void SendControl(const wire::ControlMessage& control);
+  // ResendOpBegins: the kOpBegins not yet confirmed, once per RTO.
+  void ResendOpBegins(TimePoint now);
+  // OnOpConfirmed: the PS confirmed piece `piece`.
+  void OnOpConfirmed(uint64_t piece, TimePoint now);
+  // Deliver: finishes `record` (averaging) into finishing_.
+  void Deliver(Record& record);
+  // DeliverFinished: pops delivered records, publishes, runs PieceDone.
+  void DeliverFinished();
   // OnStatus: a decoded kStatus from the PS.
   void OnStatus(const protocol::StatusBody& status, TimePoint now);
   // Fail: records `status` with `failure` as the Worker's first failure and
@@ -260,6 +279,9 @@ class WorkerIoLoop {
   uint64_t completions_seen_ = 0;  // the engine's parameter_packets at the last Receive
   bool failed_ = false;            // FailQueue ran: the engine is never touched again
   bool joined_ = false;            // the first join went out
+  uint64_t next_piece_ = 0;        // kOpBegin numbering
+  std::deque<protocol::OpBeginBody> unconfirmed_;  // declared, not yet confirmed
+  TimePoint next_op_begin_resend_;
 
   // Counters kept here (the engine and queue keep the rest).
   uint64_t control_frames_ = 0;    // control frames received and understood

@@ -23,6 +23,10 @@ const char* MismatchFieldName(uint32_t field) {
       return "io_threads";
     case MismatchField::kScale:
       return "scale";
+    case MismatchField::kOperationSize:
+      return "operation_size";
+    case MismatchField::kOperationPieces:
+      return "operation_pieces";
   }
   return "unknown";
 }

@@ -40,8 +40,12 @@ enum class StatusKind : uint32_t {
   // A worker's configuration disagrees with the job's: `workers` names it,
   // `field` (MismatchField) what, `expected` / `received` the values.
   kMismatch = 4,
+  // Every worker declared the piece `expected` (its number in the frame's
+  // queue; `position` its first position) alike (kOpBegin): the workers may
+  // deliver its result.
+  kOpConfirmed = 5,
 };
-inline constexpr uint32_t kMaxStatusKind = static_cast<uint32_t>(StatusKind::kMismatch);
+inline constexpr uint32_t kMaxStatusKind = static_cast<uint32_t>(StatusKind::kOpConfirmed);
 
 // MismatchField: what a kMismatch is about (wire values).
 enum class MismatchField : uint32_t {
@@ -49,6 +53,8 @@ enum class MismatchField : uint32_t {
   kLayout = 2,             // the rack layout's fingerprint vs the PS's
   kIoThreads = 3,          // JobOptions::io_threads vs the first worker that joined
   kScale = 4,              // JobOptions::scale (IEEE-754 bits) vs the first worker that joined
+  kOperationSize = 5,      // an operation's values (kOpBegin) vs the first worker's
+  kOperationPieces = 6,    // the same size cut differently (first position or fragments of a piece)
 };
 // MismatchFieldName: "slots", "layout", "io_threads", "scale", or "unknown".
 const char* MismatchFieldName(uint32_t field);

@@ -49,6 +49,7 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.join_requests += s.join_requests;
   total.rebuilds += s.rebuilds;
   total.mismatches += s.mismatches;
+  total.operations_confirmed += s.operations_confirmed;
 }
 
 }  // namespace

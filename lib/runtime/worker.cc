@@ -79,6 +79,7 @@ absl::Status WorkerImpl::StartQueues() {
     config.incarnation = incarnation_;
     config.io_threads = options_.job.io_threads;
     config.join_at_start = true;
+    config.confirm_operations = true;
     ATP_ASSIGN_OR_RETURN(
         std::unique_ptr<runtime::WorkerIoLoop> loop,
         runtime::WorkerIoLoop::Create(config, runtime::ToWorkerQueueConfig(options_, q),
@@ -164,6 +165,7 @@ std::shared_ptr<OpState> WorkerImpl::SubmitLocked(std::span<const float> input,
     request.reduction = op_options.reduction;
     request.average_divisor = plan.has_value() ? plan->AverageDivisor() : total_workers_;
     request.fragments = piece.fragments;
+    request.op_values = input.size();
     request.skip.plan = plan;
     request.skip.op_fragments = op_fragments;
     request.skip.first_fragment = piece.first_value / wire::kValuesPerFragment;
