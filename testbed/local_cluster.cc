@@ -1,5 +1,6 @@
 #include "testbed/local_cluster.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -133,7 +134,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
     std::vector<transport::DeviceAddress> worker_addresses;
     for (auto& device : out.worker_devices) worker_addresses.push_back(device->address());
 
-    for (uint32_t k = 0; k < spec.parameter_servers; ++k) {
+    for (uint32_t k = 0; k < spec.parameter_servers && spec.start_parameter_servers; ++k) {
       ParameterServerOptions ps;
       ParameterServerJobOptions served;
       served.job_id = job.job_id;
@@ -152,6 +153,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
       ps.io_threads = spec.ps_threads;
       ps.base_port = job.base_port;
       ps.polling = options.polling;
+      ps.orphan_timeout = spec.ps_orphan_timeout;
+      if (job.stall_timeout != absl::InfiniteDuration()) {
+        ps.waiting_report_interval = std::min(absl::Seconds(1), job.stall_timeout / 4);
+      }
+      out.server_options.push_back(ps);
       ATP_ASSIGN_OR_RETURN(std::unique_ptr<ParameterServer> server,
                            ParameterServer::Start(std::move(ps), *out.ps_devices[k]));
       out.servers.push_back(std::move(server));
@@ -165,6 +171,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
         w.worker_in_rack = i;
         w.parameter_servers = ps_addresses;
         w.polling = options.polling;
+        if (spec.adjust_worker) spec.adjust_worker(rank, w);
+        out.worker_options.push_back(w);
         ATP_ASSIGN_OR_RETURN(std::unique_ptr<Worker> worker,
                              Worker::Create(std::move(w), *out.worker_devices[rank]));
         out.workers.push_back(std::move(worker));
@@ -181,6 +189,24 @@ LocalCluster::~LocalCluster() {
     job.worker_devices.clear();
     job.ps_devices.clear();
   }
+}
+
+absl::Status LocalCluster::RestartParameterServer(size_t job, size_t index) {
+  Job& j = jobs_[job];
+  j.servers[index].reset();
+  ATP_ASSIGN_OR_RETURN(j.servers[index],
+                       ParameterServer::Start(j.server_options[index], *j.ps_devices[index]));
+  return absl::OkStatus();
+}
+
+absl::Status LocalCluster::RecreateWorkers(size_t job) {
+  Job& j = jobs_[job];
+  for (std::unique_ptr<Worker>& worker : j.workers) worker.reset();
+  for (size_t rank = 0; rank < j.workers.size(); ++rank) {
+    ATP_ASSIGN_OR_RETURN(j.workers[rank],
+                         Worker::Create(j.worker_options[rank], *j.worker_devices[rank]));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace atp::testbed

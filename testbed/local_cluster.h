@@ -21,6 +21,7 @@
 #define ATP_TESTBED_LOCAL_CLUSTER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -41,6 +42,15 @@ struct LocalJob {
   JobOptions job;
   uint32_t parameter_servers = 1;
   uint32_t ps_threads = 1;
+  // The PS's orphan timeout (ParameterServerOptions::orphan_timeout); its
+  // waiting_report_interval is a quarter of job.stall_timeout, at most 1 s.
+  absl::Duration ps_orphan_timeout = absl::Seconds(2);
+  // start_parameter_servers: false leaves the PS devices without a PS (their
+  // frames go nowhere): the workers' parameter servers are unreachable.
+  bool start_parameter_servers = true;
+  // adjust_worker: if set, changes the options of the worker of rank `rank`
+  // before it is created (tests of mismatched configurations).
+  std::function<void(size_t rank, WorkerOptions& options)> adjust_worker;
 };
 
 struct LocalClusterOptions {
@@ -80,6 +90,15 @@ class LocalCluster {
   SwitchFabric* fabric() { return fabric_.get(); }
   transport::LoopbackWire* wire() { return wire_.get(); }
 
+  // RestartParameterServer: stops PS `index` of job `job` (its state is lost,
+  // as if its process died) and starts a new one with the same options on the
+  // same device. Operations in flight go on (docs/protocol.md "Failures,
+  // runs and restarts").
+  absl::Status RestartParameterServer(size_t job, size_t index);
+  // RecreateWorkers: destroys every Worker of job `job` (their operations
+  // finish cancelled) and creates new ones with the same options: a new run.
+  absl::Status RecreateWorkers(size_t job);
+
   // Addresses (see the header comment).
   static wire::Ipv4Address WorkerIp(uint8_t job, int rack, int index);
   static wire::Ipv4Address PsIp(uint8_t job, uint32_t index);
@@ -91,6 +110,8 @@ class LocalCluster {
     std::vector<std::unique_ptr<transport::Device>> ps_devices;
     std::vector<std::unique_ptr<ParameterServer>> servers;
     std::vector<std::unique_ptr<Worker>> workers;
+    std::vector<ParameterServerOptions> server_options;
+    std::vector<WorkerOptions> worker_options;
   };
 
   LocalCluster() = default;

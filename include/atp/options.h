@@ -17,8 +17,11 @@
 // JobOptions are job-wide: every worker of a job (and its parameter servers,
 // for the fields they share) must use the same values, because they decide
 // which queue, position and window slot each fragment travels with
-// (ATP-SPEC section 3). Nothing checks this across hosts: a mismatch shows up
-// as operations that never complete.
+// (ATP-SPEC section 3). The PS checks slots, layout, io_threads and scale from
+// the workers' joins, and each operation's size from their kOpBegins: a
+// mismatch fails every worker with kMismatch (atp/failure.h). Other fields
+// that differ show up as operations that stall and fail after
+// JobOptions::stall_timeout.
 #ifndef ATP_OPTIONS_H_
 #define ATP_OPTIONS_H_
 
@@ -100,6 +103,16 @@ struct JobOptions {
   // transport device's base_port.
   uint16_t base_port = wire::kDefaultBasePort;
   SchedulerOptions scheduler;
+  // stall_timeout: an operation whose queue completes no fragment for this
+  // long while it waits for results fails with a named cause (atp/failure.h:
+  // the PS unreachable, the PS waiting for named workers, or a stall) instead
+  // of hanging, and the Worker becomes unusable. The clock restarts with
+  // every completed fragment and when an idle queue gets work, so it bounds
+  // how long a worker waits for its slowest peer to issue the same
+  // operation: raise it for jobs whose workers may drift further apart.
+  // At least 2 x max_retransmission_timeout (a live PS gets two resends to
+  // answer); absl::InfiniteDuration() never fails (the old behaviour).
+  absl::Duration stall_timeout = absl::Seconds(10);
 
   absl::Status Validate(std::string_view field = "JobOptions") const;
 };
@@ -195,6 +208,13 @@ struct ParameterServerOptions {
   // worker still needed costs only a re-aggregation from resends, never a
   // wrong result. Positive; absl::InfiniteDuration() keeps state forever.
   absl::Duration orphan_timeout = absl::Seconds(2);
+  // waiting_report_interval: a fragment incomplete for this long makes the PS
+  // multicast a status control frame naming the workers that have not
+  // contributed to it (at most one per job and queue per interval), so that
+  // workers that stall fail naming them (atp/failure.h). Keep it at most a
+  // quarter of the jobs' JobOptions::stall_timeout. Positive;
+  // absl::InfiniteDuration() never reports.
+  absl::Duration waiting_report_interval = absl::Seconds(1);
 
   absl::Status Validate(std::string_view field = "ParameterServerOptions") const;
 };

@@ -12,7 +12,10 @@
 // same sequence of aggregating operations (PushPull and Push), with the same
 // sizes, in the same order; the k-th such operation of every worker forms one
 // aggregation. Operations may be of any size (far beyond one window) and
-// many may be outstanding at once; each returns a Handle at once.
+// many may be outstanding at once; each returns a Handle at once. Workers
+// that disagree on an operation's size fail it with kMismatch
+// (atp/failure.h) instead of returning values: a worker delivers a result
+// only once the PS confirmed that every worker declared the operation alike.
 //
 // - PushPull(input, output): contributes `input`; when the handle finishes,
 //   `output` holds the aggregate of every worker's input of this operation,
@@ -37,6 +40,15 @@
 // any other overlap is an error. A failed call (a Status instead of a Handle)
 // starts nothing.
 //
+// Failures (atp/failure.h): an operation whose fragments stop completing for
+// JobOptions::stall_timeout fails with a status naming the cause (the PS
+// unreachable, the PS waiting for named workers, a stall) and a structured
+// atp::Failure (atp::FailureOf). The Worker is then unusable: every other
+// operation still running finishes with the same status, and later Push and
+// PushPull calls fail with FailedPreconditionError naming the first failure.
+// A caller's own deadline (Handle::Wait) is no failure: the operation goes
+// on.
+//
 // Threads: the Worker runs JobOptions::io_threads I/O threads of its own.
 // Its methods may be called from any thread; calls are serialized inside,
 // and the collective order is the order in which the calls acquire that
@@ -54,6 +66,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "atp/failure.h"
 #include "atp/handle.h"
 #include "atp/options.h"
 #include "atp/skip_reduce.h"
@@ -114,6 +127,8 @@ struct WorkerQueueStatistics {
   uint64_t parameter_packets = 0;   // parameter packets that completed a fragment
   uint64_t frames_received = 0;     // frames the transport handed over
   uint64_t decode_errors = 0;       // frames wire::DecodeFrame rejected
+  uint64_t control_frames = 0;      // control frames from the PS understood (status)
+  uint64_t control_rejected = 0;    // control frames that did not decode or belong elsewhere
   uint64_t ignored = 0;             // valid frames not for an in-flight fragment (stale,
                                     // duplicate, another job)
   uint64_t tx_backpressure = 0;     // bursts the transport took only in part

@@ -70,6 +70,17 @@ StepResult PsIoLoop::Step(TimePoint now) {
   if (since_scan >= kOrphanScanInterval) {
     released = shard_->ScanOrphans(now, shard_->engine().OrphanScanBudget(since_scan)) > 0;
     last_orphan_scan_ = now;
+    shard_->LogAbandoned();  // orphans released by this scan or by messages
+  }
+  // Name the workers that long-incomplete fragments wait for (rate-limited
+  // inside), on the first queue: the frame's seq picks its UDP port.
+  if (shard_->engine().live_slots() > 0 && !queues_.empty()) {
+    current_ = queues_[0];
+    if (shard_->ReportWaiting(now, *this) > 0) {
+      FlushStage();
+      held_[0] = current_->Flush();
+    }
+    current_ = nullptr;
   }
   if (shard_->WantsOrphanScans()) {
     result.deadline = Earliest(result.deadline, last_orphan_scan_ + kOrphanScanInterval);

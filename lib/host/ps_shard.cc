@@ -1,11 +1,28 @@
 #include "lib/host/ps_shard.h"
 
+#include <bit>
+#include <random>
 #include <utility>
 
+#include "absl/strings/str_join.h"
 #include "atp/status_macros.h"
 #include "lib/host/worker_config.h"
+#include "lib/logging/log.h"
+#include "lib/protocol/join_message.h"
+#include "lib/protocol/op_begin_message.h"
+#include "lib/protocol/status_message.h"
+#include "lib/wire/control_message.h"
 
 namespace atp::runtime {
+namespace {
+
+// RandomIncarnation: a process's random identity in its control frames.
+uint64_t RandomIncarnation() {
+  std::random_device device;
+  return (uint64_t{device()} << 32) | device();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<PsShard>> PsShard::Create(const ParameterServerOptions& options,
                                                          uint32_t shard,
@@ -26,17 +43,22 @@ absl::StatusOr<std::unique_ptr<PsShard>> PsShard::Create(ps::PsConfig engine_con
                                                          const transport::DeviceAddress& self,
                                                          uint16_t base_port) {
   const bool scans_orphans = !engine_config.orphan_timeout.IsInfinite();
+  const TimeDelta waiting_report_interval = engine_config.waiting_report_interval;
   ATP_ASSIGN_OR_RETURN(ps::PsEngine engine, ps::PsEngine::Create(std::move(engine_config)));
-  return std::unique_ptr<PsShard>(
-      new PsShard(std::move(engine), scans_orphans, std::move(destinations), self, base_port));
+  return std::unique_ptr<PsShard>(new PsShard(std::move(engine), scans_orphans,
+                                              waiting_report_interval, std::move(destinations),
+                                              self, base_port));
 }
 
-PsShard::PsShard(ps::PsEngine engine, bool scans_orphans, PsDestinations destinations,
-                 const transport::DeviceAddress& self, uint16_t base_port)
+PsShard::PsShard(ps::PsEngine engine, bool scans_orphans, TimeDelta waiting_report_interval,
+                 PsDestinations destinations, const transport::DeviceAddress& self,
+                 uint16_t base_port)
     : engine_(std::move(engine)),
       scans_orphans_(scans_orphans),
       base_port_(base_port),
-      destinations_(std::move(destinations)) {
+      destinations_(std::move(destinations)),
+      incarnation_(RandomIncarnation()),
+      waiting_report_interval_(waiting_report_interval) {
   fields_.src_ip = self.ipv4;
   fields_.src_mac = self.mac;
   fields_.ip_tos = wire::kTosEct0;
@@ -44,8 +66,254 @@ PsShard::PsShard(ps::PsEngine engine, bool scans_orphans, PsDestinations destina
 
 void PsShard::OnMessage(const wire::AtpMessage& message, TimePoint now, FrameSink& sink) {
   encoder_.out = &sink;
-  engine_.OnGradient(message, now, encoder_);
+  if (wire::IsControl(message.header) &&
+      wire::ValidateHeader(message.header) == wire::DecodeError::kOk) {
+    OnControl(message, now, sink);
+  } else {
+    engine_.OnGradient(message, now, encoder_);
+    if (engine_.has_out_of_window()) RequestJoins(now);
+  }
   encoder_.out = nullptr;
+}
+
+void PsShard::OnControl(const wire::AtpMessage& message, TimePoint /*now*/, FrameSink& /*sink*/) {
+  wire::ControlMessage control;
+  if (wire::DecodeControl(message, &control) != wire::ControlError::kOk) {
+    ++control_rejected_;
+    return;
+  }
+  switch (control.type) {
+    case wire::ControlType::kPull:
+      ++control_unhandled_;  // SkipReduce's contribution variant
+      return;
+    case wire::ControlType::kJoin:
+      OnJoin(message, control);
+      return;
+    case wire::ControlType::kOpBegin:
+      OnOpBegin(message, control);
+      return;
+    case wire::ControlType::kStatus:
+      ++control_rejected_;  // PS-to-worker only: DecodeControl refuses it without ack
+      return;
+  }
+  ++control_rejected_;
+}
+
+PsShard::JobControl& PsShard::Control(uint8_t job) {
+  std::unique_ptr<JobControl>& control = control_[job];
+  if (control == nullptr) {
+    control = std::make_unique<JobControl>(engine_.job_layout(job)->total_workers(),
+                                           engine_.served_queues());
+  }
+  return *control;
+}
+
+void PsShard::SendStatus(uint8_t job, uint32_t queue, const protocol::StatusBody& status) {
+  const ps::JobLayout& layout = *engine_.job_layout(job);
+  wire::ControlMessage control;
+  control.sender = wire::kControlSenderPs;
+  control.incarnation = incarnation_;
+  protocol::EncodeStatus(status, control);
+  encoder_.Send(wire::MakePsControl(job, static_cast<uint8_t>(layout.max_rack_workers()),
+                                    static_cast<uint8_t>(layout.racks()), queue, status.position,
+                                    control));
+  ++status_sent_;
+}
+
+void PsShard::RequestJoins(TimePoint now) {
+  out_of_window_.clear();
+  engine_.TakeOutOfWindow(out_of_window_);
+  for (const ps::PsEngine::OutOfWindow& lost : out_of_window_) {
+    JobControl& control = Control(lost.job);
+    if (now < control.next_join_request[lost.queue]) continue;
+    control.next_join_request[lost.queue] = now + kJoinRequestInterval;
+    protocol::StatusBody status;
+    status.kind = protocol::StatusKind::kJoinRequest;
+    SendStatus(lost.job, lost.queue, status);
+    ++join_requests_sent_;
+  }
+}
+
+std::optional<int> PsShard::SenderOf(const wire::AtpMessage& message,
+                                     const wire::ControlMessage& control) const {
+  const ps::JobLayout* layout = engine_.job_layout(message.header.job);
+  const int rack = std::countr_zero(message.header.bitmap1);
+  const int in_rack = std::countr_zero(message.header.bitmap0);
+  if (layout == nullptr || !engine_.ServesQueue(message.header.queue()) ||
+      rack >= layout->racks() || in_rack >= wire::kMaxFanIn ||
+      control.sender >= static_cast<uint32_t>(layout->total_workers()) ||
+      static_cast<uint32_t>(layout->worker_index(rack, in_rack)) != control.sender) {
+    return std::nullopt;
+  }
+  return static_cast<int>(control.sender);
+}
+
+void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control) {
+  const std::optional<int> worker = SenderOf(message, control);
+  protocol::OpBeginBody body;
+  if (!worker.has_value() || !protocol::DecodeOpBegin(control, &body)) {
+    ++control_rejected_;
+    return;
+  }
+  ++control_received_;
+  const uint8_t job = message.header.job;
+  const uint32_t queue = message.header.queue();
+  JobControl& state = Control(job);
+  const ps::OpLedger::Outcome outcome =
+      state.ledger.OnOpBegin(engine_.served_index(queue), *worker, control.incarnation, body);
+  protocol::StatusBody status;
+  status.position = static_cast<uint32_t>(body.first_position & wire::kPositionMask);
+  switch (outcome.verdict) {
+    case ps::OpLedger::Verdict::kPending:
+    case ps::OpLedger::Verdict::kTooOld:
+      return;
+    case ps::OpLedger::Verdict::kConfirmed:
+      status.kind = protocol::StatusKind::kOpConfirmed;
+      status.expected = body.piece;
+      SendStatus(job, queue, status);
+      ++ops_confirmed_;
+      return;
+    case ps::OpLedger::Verdict::kMismatch: {
+      const bool size = outcome.expected.op_values != body.op_values;
+      status.kind = protocol::StatusKind::kMismatch;
+      status.workers.Add(*worker);
+      status.field = static_cast<uint32_t>(size ? protocol::MismatchField::kOperationSize
+                                                : protocol::MismatchField::kOperationPieces);
+      status.expected = size ? outcome.expected.op_values : outcome.expected.positions;
+      status.received = size ? body.op_values : body.positions;
+      SendStatus(job, queue, status);
+      if (queue != 0) SendStatus(job, 0, status);  // every worker has queue 0
+      ++mismatches_;
+      internal::Logger().error(
+          "parameter server: job {} queue {}: worker {} declared piece {} with {} = {}, worker "
+          "{} with {}",
+          job, queue, *worker, body.piece, protocol::MismatchFieldName(status.field),
+          status.received, outcome.first_worker, status.expected);
+      return;
+    }
+  }
+}
+
+void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage& control) {
+  const uint8_t job = message.header.job;
+  const uint32_t queue = message.header.queue();
+  const ps::JobLayout* layout = engine_.job_layout(job);
+  protocol::JoinBody join;
+  // The sender's global index must be the one its header's bitmaps name.
+  const int rack = std::countr_zero(message.header.bitmap1);
+  const int in_rack = std::countr_zero(message.header.bitmap0);
+  if (layout == nullptr || !engine_.ServesQueue(queue) || !protocol::DecodeJoin(control, &join) ||
+      rack >= layout->racks() || in_rack >= wire::kMaxFanIn ||
+      static_cast<uint32_t>(layout->worker_index(rack, in_rack)) != control.sender ||
+      control.sender >= static_cast<uint32_t>(layout->total_workers())) {
+    ++control_rejected_;
+    return;
+  }
+  ++control_received_;
+  const int worker = static_cast<int>(control.sender);
+  JobControl& state = Control(job);
+  protocol::StatusBody mismatch;
+  mismatch.kind = protocol::StatusKind::kMismatch;
+  mismatch.workers.Add(worker);
+  auto report = [&](protocol::MismatchField field, uint64_t expected, uint64_t received) {
+    mismatch.field = static_cast<uint32_t>(field);
+    mismatch.expected = expected;
+    mismatch.received = received;
+    SendStatus(job, queue, mismatch);
+    // Every worker has queue 0; a worker with fewer io_threads may not have
+    // this one.
+    if (queue != 0) SendStatus(job, 0, mismatch);
+    ++mismatches_;
+    internal::Logger().error(
+        "parameter server: job {}: worker {} joined queue {} with {} = {}, the job's is {}", job,
+        worker, queue, protocol::MismatchFieldName(mismatch.field), received, expected);
+  };
+  std::vector<uint8_t> racks(static_cast<size_t>(layout->racks()));
+  for (int r = 0; r < layout->racks(); ++r) {
+    racks[static_cast<size_t>(r)] = static_cast<uint8_t>(std::popcount(layout->rack_bitmap(r)));
+  }
+  const uint64_t scale_bits = std::bit_cast<uint64_t>(join.scale);
+  if (join.slots != engine_.slots()) {
+    return report(protocol::MismatchField::kSlots, engine_.slots(), join.slots);
+  }
+  if (const uint32_t fingerprint = protocol::LayoutFingerprint(racks);
+      join.layout_fingerprint != fingerprint) {
+    return report(protocol::MismatchField::kLayout, fingerprint, join.layout_fingerprint);
+  }
+  if (!state.has_reference) {
+    state.has_reference = true;
+    state.io_threads = join.io_threads;
+    state.scale_bits = scale_bits;
+  } else if (join.io_threads != state.io_threads) {
+    return report(protocol::MismatchField::kIoThreads, state.io_threads, join.io_threads);
+  } else if (scale_bits != state.scale_bits) {
+    return report(protocol::MismatchField::kScale, state.scale_bits, scale_bits);
+  }
+
+  const std::optional<ps::RebuildDecision> decision = state.tracker.OnJoin(
+      engine_.served_index(queue), worker, control.incarnation, join.lowest_unacked);
+  if (!decision.has_value()) return;
+  if (decision->mode == ps::RebuildMode::kNewRun) {
+    // A new run may use new values: its first joiner sets them again.
+    state.io_threads = join.io_threads;
+    state.scale_bits = scale_bits;
+  }
+  if (decision->mode == ps::RebuildMode::kFreshPs && decision->highest > decision->lowest &&
+      !engine_.QueueCompletedAny(job, queue)) {
+    // Restarted mid-job: some workers have results of positions the others
+    // still wait for, and their parameter packets died with the old PS.
+    protocol::StatusBody lost;
+    lost.kind = protocol::StatusKind::kRestartUnrecoverable;
+    lost.position = static_cast<uint32_t>(decision->lowest & wire::kPositionMask);
+    lost.expected = decision->lowest;
+    lost.received = decision->highest;
+    for (int w : decision->ahead) lost.workers.Add(w);
+    SendStatus(job, queue, lost);
+    internal::Logger().error(
+        "parameter server: job {} queue {}: restarted, and positions {}..{} completed at workers "
+        "{} but not at the others: cannot rebuild",
+        job, queue, decision->lowest, decision->highest, absl::StrJoin(decision->ahead, ", "));
+    return;
+  }
+  if (decision->mode == ps::RebuildMode::kNewRun) state.ledger.Reset(engine_.served_index(queue));
+  const size_t changed = engine_.RebuildQueue(job, queue, decision->lowest, decision->mode);
+  if (changed > 0) {
+    ++rebuilds_;
+    internal::Logger().info(
+        "parameter server: job {} queue {}: {} from the workers' joins: {} slot(s) now wait from "
+        "position {}",
+        job, queue, decision->mode == ps::RebuildMode::kNewRun ? "new run" : "rebuilt after a restart",
+        changed, decision->lowest);
+  }
+}
+
+size_t PsShard::ReportWaiting(TimePoint now, FrameSink& sink) {
+  if (waiting_report_interval_.IsInfinite() || now < next_waiting_report_) return 0;
+  next_waiting_report_ = now + waiting_report_interval_;
+  waiting_.clear();
+  engine_.CollectWaiting(now, waiting_report_interval_, waiting_);
+  encoder_.out = &sink;
+  for (const ps::WaitingReport& report : waiting_) {
+    protocol::StatusBody status;
+    status.kind = protocol::StatusKind::kWaitingForWorkers;
+    status.position = report.position;
+    status.workers = report.missing;
+    SendStatus(report.job, report.queue, status);
+  }
+  encoder_.out = nullptr;
+  return waiting_.size();
+}
+
+void PsShard::LogAbandoned() {
+  abandoned_.clear();
+  engine_.TakeAbandoned(abandoned_);
+  for (const ps::AbandonReport& report : abandoned_) {
+    internal::Logger().warn(
+        "parameter server: job {}: released the partial state of {} fragment(s) no frame touched "
+        "for the orphan timeout (first: queue {} position {}); workers that never contributed: {}",
+        report.job, report.fragments, report.first_queue, report.first_position,
+        absl::StrJoin(report.never_contributed.ToVector(), ", "));
+  }
 }
 
 void PsShard::Encoder::Send(const wire::AtpMessage& message) {
@@ -83,6 +351,14 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.collisions_rehashed += c.collisions_rehashed;
   stats.overflow_requests += c.overflow_requests;
   stats.orphans_released += c.orphans_released;
+  stats.control_received += control_received_;
+  stats.control_rejected += control_rejected_;
+  stats.control_unhandled += control_unhandled_;
+  stats.status_sent += status_sent_;
+  stats.join_requests += join_requests_sent_;
+  stats.rebuilds += rebuilds_;
+  stats.mismatches += mismatches_;
+  stats.operations_confirmed += ops_confirmed_;
 }
 
 }  // namespace atp::runtime

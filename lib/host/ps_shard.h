@@ -7,6 +7,22 @@
 //   ATP_ASSIGN_OR_RETURN(auto shard, PsShard::Create(options, /*shard=*/0, self));
 //   shard->OnMessage(message, now, sink);   // frames to send go to sink
 //
+// Control frames (lib/wire/control_message.h) never reach the engine:
+// OnMessage diverts them to OnControl, which switches on their type. The PS
+// speaks control too: ReportWaiting multicasts a kStatus naming the workers
+// a long-incomplete fragment waits for (lib/protocol/status_message.h), and
+// LogAbandoned logs the partial state the orphan scan released.
+//
+// Runs and restarts (docs/protocol.md "Failures, runs and restarts"): a
+// gradient outside the window (stale or ahead) makes the shard ask the job's
+// workers to join that queue (kStatus kJoinRequest, at most once per
+// kJoinRequestInterval per job and queue); each kJoin is checked against the
+// job (slots and layout against the PS's own, io_threads and scale against
+// the first worker that joined: a difference is multicast as kMismatch), and
+// fed to the job's RunTracker, whose decision rebuilds the queue's window
+// (PsEngine::RebuildQueue) or, for a restart it cannot recover, is multicast
+// as kRestartUnrecoverable.
+//
 // Not thread-safe: one thread at a time.
 #ifndef ATP_LIB_HOST_PS_SHARD_H_
 #define ATP_LIB_HOST_PS_SHARD_H_
@@ -14,6 +30,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -22,7 +39,11 @@
 #include "atp/transport.h"
 #include "atp/wire.h"
 #include "lib/protocol/message_sink.h"
+#include "lib/protocol/status_message.h"
 #include "lib/ps/ps_engine.h"
+#include "lib/ps/op_ledger.h"
+#include "lib/ps/run_tracker.h"
+#include "lib/wire/control_message.h"
 
 namespace atp::runtime {
 
@@ -48,9 +69,26 @@ class PsShard {
   PsShard(const PsShard&) = delete;
   PsShard& operator=(const PsShard&) = delete;
 
-  // OnMessage: a decoded gradient message; the frames it causes go to `sink`
-  // before it returns.
+  // OnMessage: a decoded message (a gradient, or a control frame, which goes
+  // to OnControl); the frames it causes go to `sink` before it returns.
   void OnMessage(const wire::AtpMessage& message, TimePoint now, FrameSink& sink);
+
+  // ReportWaiting: at most once per PsConfig::waiting_report_interval (call it
+  // often; it returns at once in between): a kStatus "waiting for workers"
+  // to every job and queue whose oldest incomplete fragment is older than
+  // that interval. Returns how many it sent.
+  size_t ReportWaiting(TimePoint now, FrameSink& sink);
+
+  // LogAbandoned: logs (warning) what the orphan scan released since the last
+  // call, one line per job naming the workers that never contributed.
+  void LogAbandoned();
+
+  // incarnation: this PS's random identity in its control frames.
+  uint64_t incarnation() const { return incarnation_; }
+
+  // kJoinRequestInterval: the least time between two join requests for the
+  // same job and queue.
+  static constexpr TimeDelta kJoinRequestInterval = TimeDelta::FromMilliseconds(20);
 
   // CarryCongestion: a gradient frame marked CE by a switch that only
   // forwarded it (the IPv4 TOS of `fields`) sets the ATP ecn bit of its
@@ -88,8 +126,35 @@ class PsShard {
     PsShard* shard_;
   };
 
-  PsShard(ps::PsEngine engine, bool scans_orphans, PsDestinations destinations,
-          const transport::DeviceAddress& self, uint16_t base_port);
+  PsShard(ps::PsEngine engine, bool scans_orphans, TimeDelta waiting_report_interval,
+          PsDestinations destinations, const transport::DeviceAddress& self, uint16_t base_port);
+
+  // OnControl: a control frame from a worker, by type.
+  void OnControl(const wire::AtpMessage& message, TimePoint now, FrameSink& sink);
+  void OnJoin(const wire::AtpMessage& message, const wire::ControlMessage& control);
+  void OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control);
+  // SenderOf: the sender's global index, if the header's bitmaps name the
+  // worker the control message says, of a job and queue served here.
+  std::optional<int> SenderOf(const wire::AtpMessage& message,
+                              const wire::ControlMessage& control) const;
+  // RequestJoins: a join request for each job and queue that saw gradients
+  // outside the window, rate-limited.
+  void RequestJoins(TimePoint now);
+  // SendStatus: multicasts `status` to `job`'s workers on `queue` (encoder_.out set).
+  void SendStatus(uint8_t job, uint32_t queue, const protocol::StatusBody& status);
+
+  // JobControl: what the shard knows of a job's runs (created on its first join).
+  struct JobControl {
+    explicit JobControl(int workers, uint32_t served_queues)
+        : tracker(workers, served_queues), ledger(workers, served_queues) {}
+    ps::RunTracker tracker;
+    ps::OpLedger ledger;
+    bool has_reference = false;  // io_threads and scale of the first worker that joined
+    uint32_t io_threads = 0;
+    uint64_t scale_bits = 0;
+    std::array<TimePoint, wire::kMaxQueues> next_join_request{};
+  };
+  JobControl& Control(uint8_t job);
 
   ps::PsEngine engine_;
   const bool scans_orphans_;
@@ -101,6 +166,23 @@ class PsShard {
   Encoder encoder_{this};
   uint64_t frames_sent_ = 0;
   uint64_t ce_to_ecn_ = 0;
+
+  // Control.
+  const uint64_t incarnation_;
+  const TimeDelta waiting_report_interval_;
+  TimePoint next_waiting_report_;
+  std::vector<ps::WaitingReport> waiting_;    // scratch
+  std::vector<ps::AbandonReport> abandoned_;  // scratch
+  std::vector<ps::PsEngine::OutOfWindow> out_of_window_;  // scratch
+  std::array<std::unique_ptr<JobControl>, wire::kMaxJobId + 1> control_;  // by job id
+  uint64_t join_requests_sent_ = 0;
+  uint64_t rebuilds_ = 0;
+  uint64_t mismatches_ = 0;
+  uint64_t ops_confirmed_ = 0;
+  uint64_t control_received_ = 0;   // control frames understood
+  uint64_t control_rejected_ = 0;   // control frames that did not decode or belong to the PS
+  uint64_t control_unhandled_ = 0;  // types this PS does not act on yet
+  uint64_t status_sent_ = 0;        // kStatus messages sent (before replication)
 };
 
 }  // namespace atp::runtime

@@ -40,6 +40,7 @@ ps::PsConfig ToPsConfig(const ParameterServerOptions& options, uint32_t shard) {
   config.shard_count = options.server_count * options.io_threads;
   config.shard_index = options.server_index + options.server_count * shard;
   config.orphan_timeout = ToTimeDelta(options.orphan_timeout);
+  config.waiting_report_interval = ToTimeDelta(options.waiting_report_interval);
   return config;
 }
 

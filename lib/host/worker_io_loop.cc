@@ -1,13 +1,18 @@
 #include "lib/host/worker_io_loop.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "atp/status_macros.h"
 #include "atp/transport/frame_pool.h"
 #include "lib/host/clock.h"
+#include "lib/protocol/join_message.h"
+#include "lib/protocol/status_message.h"
+#include "lib/wire/control_message.h"
 
 namespace atp::runtime {
 namespace {
@@ -65,7 +70,8 @@ WorkerIoLoop::WorkerIoLoop(const WorkerIoLoopConfig& config,
       tx_frames_(burst_),
       tx_headers_(burst_),
       tx_payloads_(burst_),
-      completed_ids_(burst_) {
+      completed_ids_(burst_),
+      stall_(config.stall_timeout) {
   if (offload_segmentation_) {
     segment_messages_.resize(burst_ * wire::kMessageBytes);
     segment_aggregators_.resize(burst_);
@@ -106,9 +112,23 @@ void WorkerIoLoop::Submit(PieceRequest piece) {
 }
 
 StepResult WorkerIoLoop::Step(TimePoint now) {
-  bool work = TakeSubmitted();
+  if (!failed_ && config_.failure != nullptr && config_.failure->failed()) {
+    FailQueue(config_.failure->first());
+  }
+  if (failed_) return StepFailed();
+  if (!joined_) {
+    joined_ = true;
+    if (config_.join_at_start) SendJoin();
+  }
+  bool work = TakeSubmitted(now);
   work |= Receive(now);
+  // A control frame (a mismatch, an unrecoverable restart) may have failed
+  // the queue: its records are gone and the engine must not be touched.
+  if (failed_) return StepFailed();
+  if (!unconfirmed_.empty() && now >= next_op_begin_resend_) ResendOpBegins(now);
   work |= FinishCompleted();
+  CheckStall(now);
+  if (failed_) return StepFailed();
   work |= Transmit(now);
   if (now >= next_publish_) {
     Publish();
@@ -117,6 +137,8 @@ StepResult WorkerIoLoop::Step(TimePoint now) {
   StepResult result;
   result.did_work = work;
   result.deadline = engine_->NextDeadline();
+  if (Busy()) result.deadline = Earliest(result.deadline, stall_.deadline());
+  if (!unconfirmed_.empty()) result.deadline = Earliest(result.deadline, next_op_begin_resend_);
   // Frames waiting for room at the receiver (held by the queue or by us):
   // come back soon even if nothing else happens.
   if (held_by_queue_ > 0 || HasPending()) {
@@ -125,14 +147,18 @@ StepResult WorkerIoLoop::Step(TimePoint now) {
   return result;
 }
 
-bool WorkerIoLoop::TakeSubmitted() {
+bool WorkerIoLoop::TakeSubmitted(TimePoint now) {
   if (inbox_size_.load(std::memory_order_acquire) == 0) return false;
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     taking_.swap(inbox_);
     inbox_size_.store(0, std::memory_order_relaxed);
   }
+  // An idle queue that gets work starts the stall clock afresh.
+  if (!Busy()) stall_.OnBusy(now);
   for (PieceRequest& piece : taking_) {
+    const worker::WorkerQueueStats before = engine_->stats();
+    const uint64_t first_position = before.next_position + before.queued_positions;
     absl::StatusOr<worker::OperationId> id = engine_->Enqueue(piece.input, piece.output, piece.skip);
     if (!id.ok()) {
       piece.op->Finish(id.status());
@@ -142,6 +168,21 @@ bool WorkerIoLoop::TakeSubmitted() {
     // Engine ids are consecutive from 1: the record of id sits at id - first_id_.
     records_.push_back(
         Record{std::move(piece.op), piece.output, piece.reduction, piece.average_divisor, false});
+    if (config_.confirm_operations) {
+      const worker::WorkerQueueStats after = engine_->stats();
+      protocol::OpBeginBody body;
+      body.piece = next_piece_++;
+      body.first_position = first_position;
+      body.positions = after.next_position + after.queued_positions - first_position;
+      body.op_values = piece.op_values;
+      records_.back().piece = body.piece;
+      records_.back().confirmed = false;
+      if (unconfirmed_.empty()) next_op_begin_resend_ = now + engine_->stats().rto;
+      unconfirmed_.push_back(body);
+      wire::ControlMessage control;
+      protocol::EncodeOpBegin(body, control);
+      SendControl(control);
+    }
     fragments_assigned_ += piece.fragments;
   }
   taking_.clear();
@@ -158,18 +199,247 @@ bool WorkerIoLoop::Receive(TimePoint now) {
         ++decode_errors_;
         continue;
       }
+      stall_.OnFrameFromPs(now);
+      const wire::AtpHeader header =
+          wire::DecodeHeader(frame.subspan<wire::kAtpOffset, wire::kAtpHeaderBytes>());
+      if (wire::IsControl(header)) {
+        OnControl(frame, now);
+        continue;
+      }
+      // Failed by a control frame earlier in this burst: the outputs may be
+      // freed already.
+      if (failed_) continue;
       // Valid: exactly kFrameBytes. The engine dequantizes the payload
       // straight from the frame into the operation's output.
-      engine_->OnParameterPacket(
-          wire::DecodeHeader(frame.subspan<wire::kAtpOffset, wire::kAtpHeaderBytes>()),
-          frame.subspan<wire::kPayloadOffset, wire::kPayloadBytes>(), now);
+      engine_->OnParameterPacket(header, frame.subspan<wire::kPayloadOffset, wire::kPayloadBytes>(),
+                                 now);
     }
     transport::ReleaseFrames(std::span(rx_frames_).first(n));
     total += n;
     if (n < rx_frames_.size()) break;
   }
   frames_received_ += total;
+  if (total > 0 && !failed_) {
+    const uint64_t completions = engine_->stats().parameter_packets;
+    if (completions != completions_seen_) {
+      completions_seen_ = completions;
+      stall_.OnProgress(now);
+    }
+  }
   return total > 0;
+}
+
+void WorkerIoLoop::OnControl(std::span<const uint8_t> frame, TimePoint now) {
+  wire::FrameFields fields;
+  wire::AtpMessage message;
+  wire::ControlMessage control;
+  if (wire::DecodeFrame(frame, config_.base_port, &fields, &message.payload) !=
+          wire::DecodeError::kOk ||
+      (message.header = fields.header, wire::DecodeControl(message, &control)) !=
+          wire::ControlError::kOk ||
+      message.header.job != engine_->config().shape.job ||
+      message.header.queue() != queue_.index()) {
+    ++control_rejected_;
+    return;
+  }
+  switch (control.type) {
+    case wire::ControlType::kStatus: {
+      protocol::StatusBody status;
+      if (!protocol::DecodeStatus(control, &status)) {
+        ++control_rejected_;
+        return;
+      }
+      ++control_frames_;
+      OnStatus(status, now);
+      return;
+    }
+    case wire::ControlType::kPull:
+    case wire::ControlType::kJoin:
+    case wire::ControlType::kOpBegin:
+      // Worker-to-PS types: DecodeControl already refuses them with ack set.
+      ++control_rejected_;
+      return;
+  }
+  ++control_rejected_;
+}
+
+void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, TimePoint now) {
+  const uint8_t job = engine_->config().shape.job;
+  Failure failure;
+  failure.queue = queue_.index();
+  failure.workers = status.workers.ToVector();
+  switch (status.kind) {
+    case protocol::StatusKind::kWaitingForWorkers:
+      stall_.OnWaitingFor(now, status.position, status.workers);
+      return;
+    case protocol::StatusKind::kJoinRequest:
+      SendJoin();
+      return;
+    case protocol::StatusKind::kOpConfirmed:
+      OnOpConfirmed(status.expected, now);
+      return;
+    case protocol::StatusKind::kRestartUnrecoverable:
+      failure.kind = FailureKind::kPsRestarted;
+      return Fail(absl::AbortedError(absl::StrCat(
+                      "ATP job ", job, " queue ", queue_.index(),
+                      ": the parameter server restarted and cannot rebuild the queue: positions ",
+                      status.expected, "..", status.received, " completed at worker(s) ",
+                      absl::StrJoin(failure.workers, ", "),
+                      " but not at the others, and their parameter packets were lost with it")),
+                  failure);
+    case protocol::StatusKind::kMismatch: {
+      failure.kind = FailureKind::kMismatch;
+      failure.detail = protocol::MismatchFieldName(status.field);
+      const bool scale =
+          status.field == static_cast<uint32_t>(protocol::MismatchField::kScale);
+      const bool vs_ps = status.field == static_cast<uint32_t>(protocol::MismatchField::kSlots) ||
+                         status.field == static_cast<uint32_t>(protocol::MismatchField::kLayout);
+      const std::string expected = scale ? absl::StrCat(std::bit_cast<double>(status.expected))
+                                         : absl::StrCat(status.expected);
+      const std::string received = scale ? absl::StrCat(std::bit_cast<double>(status.received))
+                                         : absl::StrCat(status.received);
+      return Fail(absl::FailedPreconditionError(absl::StrCat(
+                      "ATP job ", job, ": worker ", absl::StrJoin(failure.workers, ", "),
+                      " has ", failure.detail, " = ", received,
+                      vs_ps ? " but the parameter server's is "
+                            : " but the first worker to declare it has ",
+                      expected,
+                      " (reported by the parameter server; every worker of a job must use the "
+                      "same JobOptions)")),
+                  failure);
+    }
+  }
+}
+
+void WorkerIoLoop::Fail(absl::Status status, const Failure& failure) {
+  status = WithFailure(std::move(status), failure);
+  if (config_.failure != nullptr) {
+    config_.failure->Record(status);
+    status = config_.failure->first();
+  }
+  FailQueue(status);
+}
+
+void WorkerIoLoop::SendJoin() {
+  const worker::WorkerQueueConfig& engine_config = engine_->config();
+  const worker::WorkerQueueStats stats = engine_->stats();
+  protocol::JoinBody join;
+  join.io_threads = config_.io_threads;
+  join.slots = engine_config.slots;
+  join.scale = engine_config.scale;
+  join.layout_fingerprint = protocol::LayoutFingerprint(engine_config.shape.workers_per_rack);
+  join.lowest_unacked = stats.lowest_unacked;
+  join.next_position = stats.next_position;
+  wire::ControlMessage control;
+  protocol::EncodeJoin(join, control);
+  SendControl(control);
+}
+
+void WorkerIoLoop::SendControl(const wire::ControlMessage& body) {
+  const worker::WorkerQueueConfig& engine_config = engine_->config();
+  wire::ControlMessage control = body;
+  int rank = engine_config.worker_in_rack;
+  for (int r = 0; r < engine_config.rack; ++r) rank += engine_config.shape.workers_in_rack(r);
+  control.sender = static_cast<uint32_t>(rank);
+  control.incarnation = config_.incarnation;
+  wire::ControlSender sender;
+  sender.worker_in_rack = static_cast<uint32_t>(engine_config.worker_in_rack);
+  sender.rack = static_cast<uint32_t>(engine_config.rack);
+  sender.fan_in0 = static_cast<uint8_t>(engine_config.shape.workers_in_rack(engine_config.rack));
+  sender.fan_in1 = static_cast<uint8_t>(engine_config.shape.racks());
+  const wire::AtpMessage message =
+      wire::MakeWorkerControl(engine_config.shape.job, sender, queue_.index(), 0, control);
+  transport::FrameRef frame;
+  if (queue_.tx_pool().AllocBurst({&frame, 1}) == 0) return;
+  wire::FrameFields fields;
+  fields.src_mac = config_.self.mac;
+  fields.src_ip = config_.self.ipv4;
+  fields.dst_mac = config_.ps.mac;
+  fields.dst_ip = config_.ps.ipv4;
+  fields.ip_tos = wire::kTosEct0;
+  fields.header = message.header;
+  wire::EncodeFrame(fields, message.payload, config_.base_port,
+                    std::span<uint8_t, wire::kFrameBytes>(frame.data, wire::kFrameBytes));
+  frame.length = wire::kFrameBytes;
+  if (queue_.TxBurst({&frame, 1}) == 1) {
+    ++frames_sent_;
+    held_by_queue_ = queue_.Flush();
+  } else {
+    transport::ReleaseFrames({&frame, 1});
+  }
+}
+
+void WorkerIoLoop::CheckStall(TimePoint now) {
+  const std::optional<StallWatch::Stall> stall = stall_.Check(now, Busy());
+  if (!stall.has_value()) return;
+  Failure failure;
+  failure.kind = stall->kind;
+  failure.queue = queue_.index();
+  failure.workers = stall->workers.ToVector();
+  const std::string prefix =
+      absl::StrCat("ATP job ", engine_->config().shape.job, " queue ", queue_.index(),
+                   ": no fragment completed for ",
+                   absl::FormatDuration(ToDuration(stall_.stall_timeout())),
+                   " (JobOptions.stall_timeout): ");
+  absl::Status status;
+  switch (stall->kind) {
+    case FailureKind::kPsUnreachable:
+      status = absl::UnavailableError(
+          absl::StrCat(prefix, "parameter server ", config_.ps.ipv4.ToString(),
+                       " unreachable: no frame from it in that time"));
+      break;
+    case FailureKind::kWaitingForWorkers:
+      status = absl::AbortedError(absl::StrCat(
+          prefix, "the parameter server waits for worker(s) ",
+          absl::StrJoin(failure.workers, ", "), " (rack-major indices) at position ",
+          stall->position));
+      break;
+    case FailureKind::kStalled:
+    case FailureKind::kPsRestarted:  // StallWatch never says these two
+    case FailureKind::kMismatch:
+      failure.kind = FailureKind::kStalled;
+      status = absl::AbortedError(absl::StrCat(
+          prefix, "the parameter server answers but completes nothing and names no worker"));
+      break;
+  }
+  // The first failure is the Worker's, even if another queue was quicker.
+  Fail(std::move(status), failure);
+}
+
+void WorkerIoLoop::FailQueue(const absl::Status& status) {
+  Publish();
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    for (PieceRequest& piece : inbox_) piece.op->Finish(status);
+    inbox_.clear();
+    inbox_size_.store(0, std::memory_order_relaxed);
+  }
+  for (Record& record : records_) {
+    if (!record.done) record.op->Finish(status);
+  }
+  records_.clear();
+  failed_ = true;
+}
+
+StepResult WorkerIoLoop::StepFailed() {
+  StepResult result;
+  if (inbox_size_.load(std::memory_order_acquire) > 0) {
+    const absl::Status status = config_.failure != nullptr ? config_.failure->first()
+                                                           : absl::FailedPreconditionError(
+                                                                 "the queue failed earlier");
+    FailQueue(status);
+    result.did_work = true;
+  }
+  // Drain what arrives (late parameter packets would write into outputs the
+  // caller may already have freed), so the transport's ring never fills.
+  for (int b = 0; b < kRxBurstsPerStep; ++b) {
+    const size_t n = queue_.RxBurst(rx_frames_);
+    transport::ReleaseFrames(std::span(rx_frames_).first(n));
+    frames_received_ += n;
+    if (n > 0) result.did_work = true;
+    if (n < rx_frames_.size()) break;
+  }
+  return result;
 }
 
 bool WorkerIoLoop::FinishCompleted() {
@@ -179,26 +449,62 @@ bool WorkerIoLoop::FinishCompleted() {
     any = true;
     for (size_t i = 0; i < n; ++i) {
       Record& record = records_[completed_ids_[i] - first_id_];
-      record.done = true;
-      if (record.reduction == Reduction::kAverage) {
-        const int divisor =
-            record.average_divisor > 0 ? record.average_divisor : config_.total_workers;
-        const float workers = static_cast<float>(divisor);
-        for (float& v : record.output) v /= workers;
-      }
-      finishing_.push_back(record.op);
+      record.engine_done = true;
+      // Unconfirmed: its result waits for the PS's confirmation (OnOpConfirmed).
+      if (record.confirmed) Deliver(record);
     }
   }
   if (!any) return false;
+  DeliverFinished();
+  return true;
+}
+
+void WorkerIoLoop::Deliver(Record& record) {
+  record.done = true;
+  if (record.reduction == Reduction::kAverage) {
+    const int divisor = record.average_divisor > 0 ? record.average_divisor : config_.total_workers;
+    const float workers = static_cast<float>(divisor);
+    for (float& v : record.output) v /= workers;
+  }
+  finishing_.push_back(record.op);
+}
+
+void WorkerIoLoop::DeliverFinished() {
   while (!records_.empty() && records_.front().done) {
     records_.pop_front();
     ++first_id_;
   }
+  if (finishing_.empty()) return;
   // Publish before finishing, so that stats() after a Wait sees this work.
   Publish();
   for (std::shared_ptr<internal::OpState>& op : finishing_) op->PieceDone();
   finishing_.clear();
-  return true;
+}
+
+void WorkerIoLoop::OnOpConfirmed(uint64_t piece, TimePoint now) {
+  auto pending = std::find_if(unconfirmed_.begin(), unconfirmed_.end(),
+                              [piece](const protocol::OpBeginBody& b) { return b.piece == piece; });
+  if (pending == unconfirmed_.end()) return;  // a repeat
+  unconfirmed_.erase(pending);
+  stall_.OnProgress(now);
+  for (Record& record : records_) {
+    if (record.done || record.piece != piece || record.confirmed) continue;
+    record.confirmed = true;
+    if (record.engine_done) Deliver(record);
+    break;
+  }
+  DeliverFinished();
+}
+
+void WorkerIoLoop::ResendOpBegins(TimePoint now) {
+  size_t sent = 0;
+  for (const protocol::OpBeginBody& body : unconfirmed_) {
+    if (sent++ == burst_) break;
+    wire::ControlMessage control;
+    protocol::EncodeOpBegin(body, control);
+    SendControl(control);
+  }
+  next_op_begin_resend_ = now + engine_->stats().rto;
 }
 
 bool WorkerIoLoop::RetryPending() {
@@ -333,6 +639,8 @@ void WorkerIoLoop::Publish() {
   s.parameter_packets = e.parameter_packets;
   s.frames_received = frames_received_;
   s.decode_errors = decode_errors_;
+  s.control_frames = control_frames_;
+  s.control_rejected = control_rejected_;
   s.ignored = e.ignored_unknown_seq + e.ignored_foreign;
   s.tx_backpressure = q.tx_backpressure;
   s.window = e.window;

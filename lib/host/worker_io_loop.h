@@ -34,6 +34,23 @@
 //     fragments are quantized straight into TX-pool frames instead and go out
 //     with TxBurst: the same frames with one copy fewer.
 //
+// Control frames (lib/wire/control_message.h) never reach the engine: Receive
+// diverts them to OnControl, which switches on their type. A kStatus from the
+// PS naming the workers it waits for feeds the StallWatch; a join request is
+// answered with a kJoin (the job's configuration and where the queue's
+// stream stands), which the loop also sends once at its first Step if
+// WorkerIoLoopConfig::join_at_start; a
+// mismatch or an unrecoverable restart fails the queue at once.
+//
+// Stalls (JobOptions::stall_timeout, atp/failure.h): while the queue has
+// pieces to finish, a StallWatch restarts its clock with every fragment that
+// completes; when it runs out, the loop records the named failure in the
+// Worker's WorkerFailure, finishes every piece it holds with it and stops:
+// from then on it neither sends nor hands frames to the engine (whose spans
+// the caller may free once the handles finished), so the PS sees the queue
+// go quiet and releases its partial state after its orphan timeout. A loop
+// whose WorkerFailure another loop recorded does the same at its next Step.
+//
 // Step never blocks and reads no clock (it is handed `now`), so tests and the
 // benchmark drive it directly, without a thread.
 #ifndef ATP_LIB_HOST_WORKER_IO_LOOP_H_
@@ -55,6 +72,10 @@
 #include "atp/worker.h"
 #include "lib/host/op_state.h"
 #include "lib/host/polling_thread.h"
+#include "lib/host/stall_watch.h"
+#include "lib/host/worker_failure.h"
+#include "lib/protocol/op_begin_message.h"
+#include "lib/protocol/status_message.h"
 #include "lib/worker/worker_queue_config.h"
 #include "lib/worker/worker_queue_engine.h"
 
@@ -71,6 +92,7 @@ struct PieceRequest {
   // SkipReduce's DropReduce sets N - k (OpOptions::skip).
   int average_divisor = 0;
   uint64_t fragments = 0;
+  uint64_t op_values = 0;  // the whole operation's values (kOpBegin)
   worker::FragmentSkip skip;  // SkipReduce: the fragments left out (none by default)
 };
 
@@ -80,6 +102,23 @@ struct WorkerIoLoopConfig {
   uint16_t base_port = wire::kDefaultBasePort;
   uint32_t max_burst = 32;        // 1..256
   int total_workers = 1;          // for Reduction::kAverage
+  // stall_timeout: JobOptions::stall_timeout (Infinite: never fails).
+  TimeDelta stall_timeout = TimeDelta::Infinite();
+  // failure: the Worker's first failure, shared by its loops; null: a loop of
+  // its own (tests).
+  std::shared_ptr<WorkerFailure> failure;
+  // For joins (lib/protocol/join_message.h): the Worker's random incarnation
+  // and JobOptions::io_threads.
+  uint64_t incarnation = 0;
+  uint32_t io_threads = 1;
+  // join_at_start: send a kJoin at the first Step (the Worker does, so that
+  // the PS checks its configuration at once; tests counting frames do not).
+  // Join requests from the PS are answered either way.
+  bool join_at_start = false;
+  // confirm_operations: declare every piece to the PS (kOpBegin) and deliver
+  // its result only once the PS confirmed that every worker declared it
+  // alike (the Worker does; tests counting frames do not).
+  bool confirm_operations = false;
 };
 
 class WorkerIoLoop {
@@ -134,6 +173,9 @@ class WorkerIoLoop {
     Reduction reduction = Reduction::kSum;
     int average_divisor = 0;  // PieceRequest::average_divisor
     bool done = false;
+    uint64_t piece = 0;        // its number in the queue (kOpBegin)
+    bool confirmed = true;     // the PS confirmed it (or confirmation is off)
+    bool engine_done = false;  // the engine completed it
   };
 
   WorkerIoLoop(const WorkerIoLoopConfig& config, std::unique_ptr<worker::WorkerQueueEngine> engine,
@@ -146,8 +188,36 @@ class WorkerIoLoop {
     bool blocked = false;  // the transport took fewer: the rest is pending
   };
 
-  bool TakeSubmitted();
+  bool TakeSubmitted(TimePoint now);
   bool Receive(TimePoint now);
+  // OnControl: a valid control frame (fields and payload decoded).
+  void OnControl(std::span<const uint8_t> frame, TimePoint now);
+  // SendJoin: one kJoin to the PS (dropped if the transport has no room: the
+  // PS asks again).
+  void SendJoin();
+  // SendControl: one control frame to the PS (dropped if there is no room).
+  void SendControl(const wire::ControlMessage& control);
+  // ResendOpBegins: the kOpBegins not yet confirmed, once per RTO.
+  void ResendOpBegins(TimePoint now);
+  // OnOpConfirmed: the PS confirmed piece `piece`.
+  void OnOpConfirmed(uint64_t piece, TimePoint now);
+  // Deliver: finishes `record` (averaging) into finishing_.
+  void Deliver(Record& record);
+  // DeliverFinished: pops delivered records, publishes, runs PieceDone.
+  void DeliverFinished();
+  // OnStatus: a decoded kStatus from the PS.
+  void OnStatus(const protocol::StatusBody& status, TimePoint now);
+  // Fail: records `status` with `failure` as the Worker's first failure and
+  // fails the queue with the Worker's first failure.
+  void Fail(absl::Status status, const Failure& failure);
+  // CheckStall: fails the queue when the StallWatch says it stalled.
+  void CheckStall(TimePoint now);
+  // FailQueue: finishes every piece with `status` and stops the queue.
+  void FailQueue(const absl::Status& status);
+  // StepFailed: Step after the queue failed: drain and drop what arrives,
+  // refuse what is submitted.
+  StepResult StepFailed();
+  bool Busy() const { return !records_.empty(); }
   bool FinishCompleted();
   bool Transmit(TimePoint now);
   // SendFrames / SendSegmented: one burst, as frames (TxBurst) or as
@@ -205,7 +275,17 @@ class WorkerIoLoop {
   std::vector<PieceRequest> taking_;              // the I/O thread's swap buffer
   std::atomic<size_t> inbox_size_{0};
 
+  StallWatch stall_;
+  uint64_t completions_seen_ = 0;  // the engine's parameter_packets at the last Receive
+  bool failed_ = false;            // FailQueue ran: the engine is never touched again
+  bool joined_ = false;            // the first join went out
+  uint64_t next_piece_ = 0;        // kOpBegin numbering
+  std::deque<protocol::OpBeginBody> unconfirmed_;  // declared, not yet confirmed
+  TimePoint next_op_begin_resend_;
+
   // Counters kept here (the engine and queue keep the rest).
+  uint64_t control_frames_ = 0;    // control frames received and understood
+  uint64_t control_rejected_ = 0;  // control frames that did not decode or do not belong here
   uint64_t frames_received_ = 0;
   uint64_t decode_errors_ = 0;
   uint64_t frames_sent_ = 0;

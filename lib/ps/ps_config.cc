@@ -37,6 +37,11 @@ absl::Status PsConfig::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("PsConfig.orphan_timeout: needs > 0, got ",
                                                    orphan_timeout.ToNanoseconds(), " ns"));
   }
+  if (waiting_report_interval <= TimeDelta::Zero()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PsConfig.waiting_report_interval: needs > 0, got ",
+                     waiting_report_interval.ToNanoseconds(), " ns"));
+  }
   return absl::OkStatus();
 }
 

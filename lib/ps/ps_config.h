@@ -57,6 +57,11 @@ struct PsConfig {
   // OnGradient call (besides ScanOrphans), so that a busy engine whose owner
   // never calls ScanOrphans still frees orphans. 0: only ScanOrphans scans.
   uint32_t orphan_scan_per_message = 1;
+  // waiting_report_interval: for the host (PsShard::ReportWaiting): how long a
+  // fragment stays incomplete before the PS names the workers it waits for,
+  // and how often it repeats that per job and queue. Positive;
+  // TimeDelta::Infinite() never reports.
+  TimeDelta waiting_report_interval = TimeDelta::FromSeconds(1);
 
   // Validate: at least one job, every JobShape valid, job ids distinct, slots
   // a power of two in range, shard_count 1..16 and shard_index below it,

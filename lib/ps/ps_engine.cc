@@ -48,11 +48,13 @@ PsEngine::PsEngine(const PsConfig& config, size_t fp_floats_per_buffer)
   size_t slot_count = static_cast<size_t>(config.ServedQueues()) * slots_;
   slots_per_job_ = slot_count;
   touched_.assign(slot_count * config.jobs.size(), TimePoint::Infinite());
+  live_since_.assign(touched_.size(), TimePoint::Infinite());
+  abandoned_.resize(config.jobs.size());
   jobs_.reserve(config.jobs.size());
   for (const protocol::JobShape& shape : config.jobs) {
     job_index_[shape.job] = static_cast<int16_t>(jobs_.size());
     JobLayout layout(shape);
-    JobState& job = jobs_.emplace_back(JobState{layout, ParameterTemplate(layout), {}, {}});
+    JobState& job = jobs_.emplace_back(JobState{layout, 0, ParameterTemplate(layout), {}, {}});
     job.slots.resize(slot_count);
     job.completed.resize(slot_count);
     for (size_t i = 0; i < slot_count; ++i) {
@@ -111,14 +113,17 @@ void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint now,
   switch (ClassifyPosition(position, slot.completed_position, slots_)) {
     case Generation::kStale:
       ++counters_.stale;
+      NoteOutOfWindow(job, queue);
       return;
     case Generation::kAhead:
       ++counters_.ahead;
+      NoteOutOfWindow(job, queue);
       return;
     case Generation::kCompleted:
       if (!slot.has_completed_packet) {
         // The virtual generation before position 0: nothing was ever sent.
         ++counters_.stale;
+        NoteOutOfWindow(job, queue);
       } else if (header.resend) {
         // A worker lost this parameter packet: send the very same one again.
         ++counters_.param_resent;
@@ -143,7 +148,10 @@ void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint now,
   // Any message for the live generation (a duplicate resend too) keeps it.
   const bool live = slot.mode != SlotMode::kIdle;
   touched_[flat] = live ? now : TimePoint::Infinite();
-  if (live && !was_live) ++live_slots_;
+  if (live && !was_live) {
+    ++live_slots_;
+    live_since_[flat] = now;
+  }
   if (!live && was_live) --live_slots_;
 }
 
@@ -181,10 +189,114 @@ void PsEngine::ResetLive(SlotState& slot) {
 
 void PsEngine::ReleaseOrphan(size_t flat) {
   JobState& job = jobs_[flat / slots_per_job_];
-  ResetLive(job.slots[flat % slots_per_job_]);
+  const size_t index = flat % slots_per_job_;
+  SlotState& slot = job.slots[index];
+  AbandonReport& report = abandoned_[flat / slots_per_job_];
+  if (report.fragments == 0) {
+    report.job = job.layout.job();
+    report.first_queue = QueueOfIndex(index);
+    report.first_position = (slot.completed_position + slots_) & wire::kPositionMask;
+  }
+  ++report.fragments;
+  report.never_contributed.AddAll(Missing(job, slot));
+  ResetLive(slot);
   touched_[flat] = TimePoint::Infinite();
   --live_slots_;
   ++counters_.orphans_released;
+}
+
+protocol::WorkerSet PsEngine::Missing(const JobState& job, const SlotState& slot) {
+  protocol::WorkerSet missing;
+  for (int rack = 0; rack < job.layout.racks(); ++rack) {
+    for (uint32_t bits = job.layout.rack_bitmap(rack) & ~slot.coverage.workers(rack); bits != 0;
+         bits &= bits - 1) {
+      missing.Add(job.layout.worker_index(rack, std::countr_zero(bits)));
+    }
+  }
+  return missing;
+}
+
+void PsEngine::CollectWaiting(TimePoint now, TimeDelta older_than,
+                              std::vector<WaitingReport>& out) const {
+  if (live_slots_ == 0) return;
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    const JobState& job = jobs_[j];
+    for (size_t first = 0; first < slots_per_job_; first += slots_) {
+      // The oldest live generation among this queue's slots.
+      size_t oldest = slots_per_job_;
+      for (size_t index = first; index < first + slots_; ++index) {
+        const TimePoint since = live_since_[j * slots_per_job_ + index];
+        if (touched_[j * slots_per_job_ + index].IsInfinite() || now - since < older_than) continue;
+        if (oldest == slots_per_job_ || since < live_since_[j * slots_per_job_ + oldest]) {
+          oldest = index;
+        }
+      }
+      if (oldest == slots_per_job_) continue;
+      const SlotState& slot = job.slots[oldest];
+      WaitingReport& report = out.emplace_back();
+      report.job = job.layout.job();
+      report.queue = QueueOfIndex(oldest);
+      report.position = (slot.completed_position + slots_) & wire::kPositionMask;
+      report.missing = Missing(job, slot);
+      report.fan_in0 = job.parameter_template.fan_in0;
+      report.fan_in1 = job.parameter_template.fan_in1;
+    }
+  }
+}
+
+void PsEngine::TakeOutOfWindow(std::vector<OutOfWindow>& out) {
+  if (!any_out_of_window_) return;
+  for (JobState& job : jobs_) {
+    for (uint32_t bits = job.out_of_window; bits != 0; bits &= bits - 1) {
+      out.push_back(OutOfWindow{job.layout.job(), static_cast<uint32_t>(std::countr_zero(bits))});
+    }
+    job.out_of_window = 0;
+  }
+  any_out_of_window_ = false;
+}
+
+size_t PsEngine::RebuildQueue(uint8_t job_id, uint32_t queue, uint64_t lowest, RebuildMode mode) {
+  if (job_index_[job_id] < 0 || !ServesQueue(queue)) return 0;
+  const auto j = static_cast<size_t>(job_index_[job_id]);
+  JobState& job = jobs_[j];
+  const size_t first = static_cast<size_t>(queue / config_.shard_count) * slots_;
+  size_t changed = 0;
+  for (uint32_t s = 0; s < slots_; ++s) {
+    // The position of [lowest, lowest + slots) that uses slot s.
+    const uint64_t target64 = lowest + ((s - lowest) & slot_mask_);
+    const auto target = static_cast<uint32_t>(target64 & wire::kPositionMask);
+    SlotState& slot = job.slots[first + s];
+    const Generation now_is = ClassifyPosition(target, slot.completed_position, slots_);
+    if (now_is == Generation::kNext) continue;  // already waiting for it
+    if (now_is == Generation::kCompleted && slot.has_completed_packet) continue;
+    if (mode == RebuildMode::kFreshPs && now_is == Generation::kStale) continue;  // PS is past it
+    const size_t flat = j * slots_per_job_ + first + s;
+    if (slot.mode != SlotMode::kIdle) --live_slots_;
+    ResetLive(slot);
+    touched_[flat] = TimePoint::Infinite();
+    slot.completed_position = (target - slots_) & wire::kPositionMask;
+    slot.has_completed_packet = false;
+    ++changed;
+  }
+  return changed;
+}
+
+bool PsEngine::QueueCompletedAny(uint8_t job_id, uint32_t queue) const {
+  if (job_index_[job_id] < 0 || !ServesQueue(queue)) return false;
+  const JobState& job = jobs_[static_cast<size_t>(job_index_[job_id])];
+  const size_t first = static_cast<size_t>(queue / config_.shard_count) * slots_;
+  for (uint32_t s = 0; s < slots_; ++s) {
+    if (job.slots[first + s].has_completed_packet) return true;
+  }
+  return false;
+}
+
+void PsEngine::TakeAbandoned(std::vector<AbandonReport>& out) {
+  for (AbandonReport& report : abandoned_) {
+    if (report.fragments == 0) continue;
+    out.push_back(report);
+    report = AbandonReport{};
+  }
 }
 
 void PsEngine::OnIntegerOrIdle(JobState& job, size_t index, const wire::AtpMessage& message,

@@ -51,6 +51,14 @@
 // (PsConfig::orphan_scan_per_message), and in ScanOrphans, which the owner
 // calls with its clock when no traffic arrives.
 //
+// Reports (docs/protocol.md "Failures, runs and restarts"): CollectWaiting
+// names, per job and served queue, the workers that have not contributed to
+// the oldest fragment incomplete for longer than a given time (the host turns
+// that into a kStatus control frame, so that stalled workers can name who
+// they wait for); every orphan release is summed per job into an
+// AbandonReport (how many fragments, which workers never contributed) that
+// the host takes and logs.
+//
 // The engine is pure: it reads no clock (callers pass `now`), does no I/O and
 // allocates only at Create (and on the rare float path beyond
 // PsConfig::fp_pool_buffers). It is not thread-safe: one thread drives it, or
@@ -68,13 +76,35 @@
 #include "atp/time.h"
 #include "atp/wire.h"
 #include "lib/protocol/message_sink.h"
+#include "lib/protocol/worker_set.h"
 #include "lib/ps/fp_buffer_pool.h"
 #include "lib/ps/job_layout.h"
 #include "lib/ps/ps_config.h"
 #include "lib/ps/ps_counters.h"
+#include "lib/ps/run_tracker.h"
 #include "lib/ps/slot_state.h"
 
 namespace atp::ps {
+
+// WaitingReport: the oldest incomplete fragment of one job and queue.
+struct WaitingReport {
+  uint8_t job = 0;
+  uint32_t queue = 0;
+  uint32_t position = 0;         // its 20-bit position
+  protocol::WorkerSet missing;   // global (rack-major) indices not yet contributed
+  uint8_t fan_in0 = 1;           // the job's shape, for the control frame's header
+  uint8_t fan_in1 = 1;
+};
+
+// AbandonReport: partial state of one job released as orphans since the last
+// TakeAbandoned.
+struct AbandonReport {
+  uint8_t job = 0;
+  uint64_t fragments = 0;                 // live generations released
+  protocol::WorkerSet never_contributed;  // union over them of who had not contributed
+  uint32_t first_queue = 0;               // the first one released
+  uint32_t first_position = 0;
+};
 
 class PsEngine {
  public:
@@ -108,6 +138,46 @@ class PsEngine {
   // last message). At least 1.
   size_t OrphanScanBudget(TimeDelta interval) const;
 
+  // CollectWaiting: appends, for every job and served queue with a fragment
+  // live (partially aggregated) for at least `older_than`, a report on the
+  // oldest such fragment. Visits every slot: call it about once per report
+  // interval, not per packet. Nothing when no slot is live.
+  void CollectWaiting(TimePoint now, TimeDelta older_than, std::vector<WaitingReport>& out) const;
+
+  // TakeAbandoned: appends one report per job that released orphans since the
+  // last call, and forgets them.
+  void TakeAbandoned(std::vector<AbandonReport>& out);
+
+  // OutOfWindow: a job and queue that received gradients outside the PS's
+  // window (stale or ahead) since the last TakeOutOfWindow.
+  struct OutOfWindow {
+    uint8_t job = 0;
+    uint32_t queue = 0;
+  };
+  bool has_out_of_window() const { return any_out_of_window_; }
+  void TakeOutOfWindow(std::vector<OutOfWindow>& out);
+
+  // RebuildQueue: sets every slot of `job`'s `queue` (served here) to wait for
+  // its position in [lowest, lowest + slots) (RunTracker): a slot already
+  // waiting for it, or whose stored packet is that position's, is kept; with
+  // kFreshPs so is a slot the PS completed at or past it; any other slot
+  // forgets its live state and stored packet and waits for the target.
+  // Returns the slots changed. Unknown job or queue: 0.
+  size_t RebuildQueue(uint8_t job, uint32_t queue, uint64_t lowest, RebuildMode mode);
+  // QueueCompletedAny: some slot of the queue completed a fragment since
+  // this engine started (or its last kNewRun rebuild).
+  bool QueueCompletedAny(uint8_t job, uint32_t queue) const;
+  // job_layout: the layout of a job served here, or null.
+  const JobLayout* job_layout(uint8_t job) const {
+    return job_index_[job] < 0 ? nullptr : &jobs_[static_cast<size_t>(job_index_[job])].layout;
+  }
+  // served_index: the index of a served queue among this engine's queues.
+  uint32_t served_index(uint32_t queue) const { return queue / config_.shard_count; }
+  uint32_t served_queues() const { return config_.ServedQueues(); }
+  bool ServesQueue(uint32_t queue) const {
+    return queue < wire::kMaxQueues && queue % config_.shard_count == config_.shard_index;
+  }
+
   const PsCounters& counters() const { return counters_; }
 
   // fp_buffers_in_use: float-path buffers held by seqs still on that path; 0
@@ -125,6 +195,7 @@ class PsEngine {
  private:
   struct JobState {
     JobLayout layout;
+    uint16_t out_of_window = 0;               // bit q: queue q saw stale or ahead gradients
     wire::AtpHeader parameter_template;       // the fields every parameter packet shares
     std::vector<SlotState> slots;             // [served queue * slots + slot]
     std::vector<wire::AtpMessage> completed;  // same index: last completed parameter packet
@@ -160,6 +231,16 @@ class PsEngine {
   void ResetLive(SlotState& slot);
   // ReleaseOrphan: ResetLive for an orphan, counted; `flat` indexes touched_.
   void ReleaseOrphan(size_t flat);
+  void NoteOutOfWindow(JobState& job, uint32_t queue) {
+    job.out_of_window = static_cast<uint16_t>(job.out_of_window | (1u << queue));
+    any_out_of_window_ = true;
+  }
+  // Missing: the workers of `job` not covered in `slot`'s live generation.
+  static protocol::WorkerSet Missing(const JobState& job, const SlotState& slot);
+  // QueueOfIndex: the queue number of a slot index of this engine.
+  uint32_t QueueOfIndex(size_t index) const {
+    return static_cast<uint32_t>(index / slots_) * config_.shard_count + config_.shard_index;
+  }
   bool IsOrphan(TimePoint touched, TimePoint now) const {
     return !touched.IsInfinite() && now - touched > config_.orphan_timeout;
   }
@@ -176,8 +257,14 @@ class PsEngine {
   // generation, or TimePoint::Infinite() while it is idle.
   size_t slots_per_job_ = 0;
   std::vector<TimePoint> touched_;
+  // live_since_[same index]: when that live generation started (valid while
+  // touched_ is finite).
+  std::vector<TimePoint> live_since_;
+  // abandoned_[job index]: orphans released since the last TakeAbandoned.
+  std::vector<AbandonReport> abandoned_;
   size_t live_slots_ = 0;
   size_t scan_cursor_ = 0;
+  bool any_out_of_window_ = false;
 };
 
 }  // namespace atp::ps

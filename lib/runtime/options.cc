@@ -137,6 +137,13 @@ absl::Status JobOptions::Validate(std::string_view field) const {
                                    absl::FormatDuration(max_retransmission_timeout)));
   }
   if (absl::Status s = CheckBasePort(field, base_port); !s.ok()) return s;
+  if (stall_timeout != absl::InfiniteDuration() &&
+      stall_timeout < 2 * max_retransmission_timeout) {
+    return FieldError(field, "stall_timeout",
+                      absl::StrCat("must be >= 2 x max_retransmission_timeout (",
+                                   absl::FormatDuration(2 * max_retransmission_timeout),
+                                   ") or infinite, got ", absl::FormatDuration(stall_timeout)));
+  }
   return scheduler.Validate(absl::StrCat(Sv(field), ".scheduler"));
 }
 
@@ -248,6 +255,11 @@ absl::Status ParameterServerOptions::Validate(std::string_view field) const {
   if (orphan_timeout <= absl::ZeroDuration()) {
     return FieldError(field, "orphan_timeout",
                       absl::StrCat("must be positive, got ", absl::FormatDuration(orphan_timeout)));
+  }
+  if (waiting_report_interval <= absl::ZeroDuration()) {
+    return FieldError(field, "waiting_report_interval",
+                      absl::StrCat("must be positive, got ",
+                                   absl::FormatDuration(waiting_report_interval)));
   }
   return CheckBurst(field, max_burst);
 }

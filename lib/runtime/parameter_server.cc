@@ -42,6 +42,14 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.collisions_rehashed += s.collisions_rehashed;
   total.overflow_requests += s.overflow_requests;
   total.orphans_released += s.orphans_released;
+  total.control_received += s.control_received;
+  total.control_rejected += s.control_rejected;
+  total.control_unhandled += s.control_unhandled;
+  total.status_sent += s.status_sent;
+  total.join_requests += s.join_requests;
+  total.rebuilds += s.rebuilds;
+  total.mismatches += s.mismatches;
+  total.operations_confirmed += s.operations_confirmed;
 }
 
 }  // namespace

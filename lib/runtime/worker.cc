@@ -3,14 +3,17 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "atp/failure.h"
 #include "atp/skip_reduce.h"
 #include "atp/status_macros.h"
 #include "atp/wire.h"
 #include "atp/worker.h"
+#include "lib/host/clock.h"
 #include "lib/host/worker_config.h"
 #include "lib/runtime/worker_impl.h"
 
@@ -71,6 +74,12 @@ absl::Status WorkerImpl::StartQueues() {
     config.base_port = options_.job.base_port;
     config.max_burst = options_.max_burst;
     config.total_workers = total_workers_;
+    config.stall_timeout = runtime::ToTimeDelta(options_.job.stall_timeout);
+    config.failure = failure_;
+    config.incarnation = incarnation_;
+    config.io_threads = options_.job.io_threads;
+    config.join_at_start = true;
+    config.confirm_operations = true;
     ATP_ASSIGN_OR_RETURN(
         std::unique_ptr<runtime::WorkerIoLoop> loop,
         runtime::WorkerIoLoop::Create(config, runtime::ToWorkerQueueConfig(options_, q),
@@ -100,6 +109,22 @@ void WorkerImpl::Shutdown() {
   threads_.clear();
   // Loops return their frames to the device's pools: before the device goes.
   loops_.clear();
+}
+
+uint64_t WorkerImpl::RandomIncarnation() {
+  std::random_device device;
+  return (uint64_t{device()} << 32) | device();
+}
+
+absl::Status WorkerImpl::CheckUsable() const {
+  if (!failure_->failed()) return absl::OkStatus();
+  const absl::Status first = failure_->first();
+  absl::Status refused = absl::FailedPreconditionError(
+      absl::StrCat("the Worker is unusable since an operation failed: ", first.message()));
+  if (std::optional<Failure> failure = FailureOf(first)) {
+    refused = WithFailure(std::move(refused), *failure);
+  }
+  return refused;
 }
 
 absl::Status WorkerImpl::ValidateOpOptions(const OpOptions& op_options) const {
@@ -140,6 +165,7 @@ std::shared_ptr<OpState> WorkerImpl::SubmitLocked(std::span<const float> input,
     request.reduction = op_options.reduction;
     request.average_divisor = plan.has_value() ? plan->AverageDivisor() : total_workers_;
     request.fragments = piece.fragments;
+    request.op_values = input.size();
     request.skip.plan = plan;
     request.skip.op_fragments = op_fragments;
     request.skip.first_fragment = piece.first_value / wire::kValuesPerFragment;
@@ -151,6 +177,7 @@ std::shared_ptr<OpState> WorkerImpl::SubmitLocked(std::span<const float> input,
 
 absl::StatusOr<Handle> WorkerImpl::PushPull(std::span<const float> input, std::span<float> output,
                                             OpOptions op_options) {
+  ATP_RETURN_IF_ERROR(CheckUsable());
   if (input.size() != output.size()) {
     return absl::InvalidArgumentError(absl::StrCat("PushPull: input has ", input.size(),
                                                    " values, output ", output.size()));
@@ -167,6 +194,7 @@ absl::StatusOr<Handle> WorkerImpl::PushPull(std::span<const float> input, std::s
 
 absl::StatusOr<Handle> WorkerImpl::Push(TensorKey key, std::span<const float> input,
                                         OpOptions op_options) {
+  ATP_RETURN_IF_ERROR(CheckUsable());
   ATP_RETURN_IF_ERROR(ValidateOpOptions(op_options));
   std::lock_guard<std::mutex> lock(mu_);
   if (pushed_.contains(key)) {

@@ -19,6 +19,7 @@
 #include "atp/worker.h"
 #include "lib/host/op_state.h"
 #include "lib/host/polling_thread.h"
+#include "lib/host/worker_failure.h"
 #include "lib/host/worker_io_loop.h"
 #include "lib/scheduler/fragment_scheduler.h"
 
@@ -48,6 +49,7 @@ class WorkerImpl {
     std::shared_ptr<OpState> op;
   };
 
+  static uint64_t RandomIncarnation();
   WorkerImpl(WorkerOptions options, transport::Device& device,
              std::unique_ptr<transport::Device> owned, scheduler::FragmentScheduler scheduler);
 
@@ -55,6 +57,9 @@ class WorkerImpl {
   // Submit: schedules one aggregating operation. mu_ held.
   std::shared_ptr<OpState> SubmitLocked(std::span<const float> input, std::span<float> output,
                                         const OpOptions& op_options);
+  // CheckUsable: FailedPreconditionError naming the first failure (and
+  // carrying its atp::Failure) once an operation failed (atp/failure.h).
+  absl::Status CheckUsable() const;
   // ValidateOpOptions: InvalidArgumentError naming "OpOptions.<field>".
   absl::Status ValidateOpOptions(const OpOptions& op_options) const;
   void Shutdown();
@@ -65,6 +70,12 @@ class WorkerImpl {
   const int total_workers_;
   const std::shared_ptr<std::atomic<uint64_t>> finished_;
   std::atomic<uint64_t> started_{0};
+  // failure_: the first failure, shared with the loops.
+  const std::shared_ptr<runtime::WorkerFailure> failure_ =
+      std::make_shared<runtime::WorkerFailure>();
+  // incarnation_: this Worker's random identity in its joins (a new Worker is
+  // a new run, docs/protocol.md "Failures, runs and restarts").
+  const uint64_t incarnation_ = RandomIncarnation();
 
   mutable std::mutex mu_;  // serializes submissions: the collective order
   scheduler::FragmentScheduler scheduler_;            // under mu_

@@ -106,6 +106,7 @@ void RegisterOptions(py::module_& m) {
   ATP_DURATION_PROPERTY(job, JobOptions, retransmission_floor);
   ATP_DURATION_PROPERTY(job, JobOptions, initial_retransmission_timeout);
   ATP_DURATION_PROPERTY(job, JobOptions, max_retransmission_timeout);
+  ATP_DURATION_PROPERTY(job, JobOptions, stall_timeout);
   DefValidate(job);
 
   py::class_<PollingOptions> polling(m, "PollingOptions", "How an idle I/O thread backs off.");
@@ -151,6 +152,7 @@ void RegisterOptions(py::module_& m) {
       .def_readwrite("polling", &ParameterServerOptions::polling)
       .def_readwrite("max_burst", &ParameterServerOptions::max_burst);
   ATP_DURATION_PROPERTY(ps, ParameterServerOptions, orphan_timeout);
+  ATP_DURATION_PROPERTY(ps, ParameterServerOptions, waiting_report_interval);
   DefValidate(ps);
 }
 

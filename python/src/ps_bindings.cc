@@ -43,6 +43,14 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   d["collisions_rehashed"] = s.collisions_rehashed;
   d["overflow_requests"] = s.overflow_requests;
   d["orphans_released"] = s.orphans_released;
+  d["control_received"] = s.control_received;
+  d["control_rejected"] = s.control_rejected;
+  d["control_unhandled"] = s.control_unhandled;
+  d["status_sent"] = s.status_sent;
+  d["join_requests"] = s.join_requests;
+  d["rebuilds"] = s.rebuilds;
+  d["mismatches"] = s.mismatches;
+  d["operations_confirmed"] = s.operations_confirmed;
   return d;
 }
 

@@ -1,0 +1,44 @@
+#include "lib/ps/run_tracker.h"
+
+#include <algorithm>
+
+namespace atp::ps {
+
+RunTracker::RunTracker(int workers, uint32_t served_queues) : queues_(served_queues) {
+  for (QueueState& q : queues_) {
+    q.synced.assign(static_cast<size_t>(workers), 0);
+    q.joins.assign(static_cast<size_t>(workers), Join{});
+  }
+}
+
+std::optional<RebuildDecision> RunTracker::OnJoin(uint32_t queue_index, int worker,
+                                                  uint64_t incarnation, uint64_t lowest_unacked) {
+  if (queue_index >= queues_.size()) return std::nullopt;
+  QueueState& q = queues_[queue_index];
+  if (worker < 0 || static_cast<size_t>(worker) >= q.joins.size()) return std::nullopt;
+  q.joins[static_cast<size_t>(worker)] = Join{incarnation, lowest_unacked, true};
+  bool all_new = true;
+  for (size_t w = 0; w < q.joins.size(); ++w) {
+    if (!q.joins[w].fresh) return std::nullopt;  // wait for everyone
+    all_new &= q.joins[w].incarnation != q.synced[w];
+  }
+  // Everyone joined: decide, and start over.
+  for (Join& j : q.joins) j.fresh = false;
+  if (!all_new) return std::nullopt;
+  RebuildDecision decision;
+  decision.mode = q.any_synced ? RebuildMode::kNewRun : RebuildMode::kFreshPs;
+  decision.lowest = q.joins[0].lowest;
+  decision.highest = q.joins[0].lowest;
+  for (const Join& j : q.joins) {
+    decision.lowest = std::min(decision.lowest, j.lowest);
+    decision.highest = std::max(decision.highest, j.lowest);
+  }
+  for (size_t w = 0; w < q.joins.size(); ++w) {
+    if (q.joins[w].lowest > decision.lowest) decision.ahead.push_back(static_cast<int>(w));
+    q.synced[w] = q.joins[w].incarnation;
+  }
+  q.any_synced = true;
+  return decision;
+}
+
+}  // namespace atp::ps

@@ -1,0 +1,65 @@
+// lib/ps/run_tracker.h: which run of a job the PS serves, per queue, from the
+// workers' joins (docs/protocol.md "Failures, runs and restarts").
+//
+// A run is one Worker per worker of the job, each with its random
+// incarnation; its streams start at position 0. The tracker remembers, per
+// served queue, the incarnations the PS last synchronized with and the
+// latest join of every worker. When every worker has joined the queue since
+// the last decision and none of them is of a synchronized incarnation, the
+// queue's generations must be rebuilt from the joins:
+//   - nothing was synchronized before (a fresh or restarted PS): kFreshPs,
+//     rebuild forward only (the PS keeps what it completed since it started);
+//   - the PS had synchronized other incarnations (a new run): kNewRun, reset.
+// If only some incarnations are new (one worker restarted alone) nothing is
+// rebuilt: the old run's workers go on and the job stalls on the newcomer,
+// which the PS names (kWaitingForWorkers).
+//
+//   RunTracker tracker(/*workers=*/4, /*served_queues=*/16);
+//   if (auto d = tracker.OnJoin(q, worker, incarnation, lowest, next)) Rebuild(*d);
+#ifndef ATP_LIB_PS_RUN_TRACKER_H_
+#define ATP_LIB_PS_RUN_TRACKER_H_
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace atp::ps {
+
+enum class RebuildMode : uint8_t {
+  kFreshPs,  // forward only: slots the PS already holds at or past the target stay
+  kNewRun,   // every slot not already at its target is reset to it
+};
+
+struct RebuildDecision {
+  RebuildMode mode = RebuildMode::kFreshPs;
+  uint64_t lowest = 0;   // the lowest unacknowledged position over the workers
+  uint64_t highest = 0;  // the highest one
+  std::vector<int> ahead;  // workers whose lowest unacknowledged position > lowest
+};
+
+class RunTracker {
+ public:
+  RunTracker(int workers, uint32_t served_queues);
+
+  // OnJoin: worker `worker`'s join for served queue index `queue_index`
+  // (queue / shard_count). A decision when the queue must be rebuilt.
+  std::optional<RebuildDecision> OnJoin(uint32_t queue_index, int worker, uint64_t incarnation,
+                                        uint64_t lowest_unacked);
+
+ private:
+  struct Join {
+    uint64_t incarnation = 0;
+    uint64_t lowest = 0;
+    bool fresh = false;  // joined since the last decision
+  };
+  struct QueueState {
+    std::vector<uint64_t> synced;  // per worker: 0 = none
+    std::vector<Join> joins;       // per worker
+    bool any_synced = false;
+  };
+  std::vector<QueueState> queues_;
+};
+
+}  // namespace atp::ps
+
+#endif  // ATP_LIB_PS_RUN_TRACKER_H_

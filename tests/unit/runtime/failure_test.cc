@@ -1,0 +1,131 @@
+// Named failures on a small in-process job over loopback (atp/failure.h):
+// a worker that never issues the operation is named by the PS to the others,
+// which fail within the stall time and stay unusable; the PS then releases
+// the partial state; a PS that is not there fails the operation as
+// unreachable. Short stall times (400 ms) keep each case under a second.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "atp/failure.h"
+#include "atp/parameter_server.h"
+#include "atp/worker.h"
+#include "gtest/gtest.h"
+#include "testbed/local_cluster.h"
+
+namespace atp {
+namespace {
+
+using testbed::FabricAggregation;
+using testbed::LocalCluster;
+using testbed::LocalClusterOptions;
+using testbed::LocalJob;
+
+constexpr absl::Duration kStall = absl::Milliseconds(400);
+// Far beyond the stall time: a handle still running then is a hang.
+constexpr absl::Duration kDeadline = absl::Seconds(30);
+
+std::unique_ptr<LocalCluster> Cluster(int workers, bool start_ps) {
+  LocalClusterOptions options;
+  options.aggregation = FabricAggregation::kNone;  // the PS sees every worker's contribution
+  LocalJob job;
+  job.job.job_id = 3;
+  job.job.layout = RackLayout::Uniform(1, workers);
+  job.job.io_threads = 2;
+  job.job.slots = 64;
+  job.job.initial_window = 16;
+  job.job.scheduler.min_piece_fragments = 4;
+  job.job.initial_retransmission_timeout = absl::Milliseconds(5);
+  job.job.max_retransmission_timeout = absl::Milliseconds(50);
+  job.job.stall_timeout = kStall;
+  job.ps_orphan_timeout = absl::Milliseconds(200);
+  job.start_parameter_servers = start_ps;
+  options.jobs.push_back(job);
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Create(options);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return cluster.ok() ? *std::move(cluster) : nullptr;
+}
+
+// EventuallyStats: polls the PS's published stats until `predicate` holds or
+// kDeadline passes.
+bool EventuallyStats(LocalCluster& cluster,
+                     const std::function<bool(const ParameterServerStats&)>& predicate) {
+  const absl::Time deadline = absl::Now() + kDeadline;
+  while (!predicate(cluster.parameter_server(0, 0).stats())) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
+TEST(FailureTest, ADeadWorkerIsNamedToTheOthersAndThePsReleasesItsState) {
+  auto cluster = Cluster(/*workers=*/3, /*start_ps=*/true);
+  ASSERT_NE(cluster, nullptr);
+  std::vector<float> in(2000, 0.5f);
+  std::vector<std::vector<float>> out(2, std::vector<float>(in.size()));
+  std::vector<Handle> handles;
+  for (size_t w = 0; w < 2; ++w) {  // worker 2 never issues the operation
+    absl::StatusOr<Handle> h = cluster->worker(0, w).PushPull(in, out[w]);
+    ASSERT_TRUE(h.ok()) << h.status();
+    handles.push_back(*h);
+  }
+  const absl::Time started = absl::Now();
+  for (size_t w = 0; w < 2; ++w) {
+    const absl::Status status = handles[w].Wait(kDeadline);
+    EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+    const std::optional<Failure> failure = FailureOf(status);
+    ASSERT_TRUE(failure.has_value()) << status;
+    EXPECT_EQ(failure->kind, FailureKind::kWaitingForWorkers) << status;
+    EXPECT_EQ(failure->workers, (std::vector<int>{2})) << status;
+    EXPECT_NE(status.message().find("waits for worker(s) 2"), absl::string_view::npos) << status;
+  }
+  // Not a hang: failed within a few stall times (generous for loaded CI).
+  EXPECT_LT(absl::Now() - started, kStall * 20);
+
+  // The Worker is unusable and says why.
+  std::vector<float> again(in.size());
+  absl::StatusOr<Handle> refused = cluster->worker(0, 0).PushPull(in, again);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(FailureOf(refused.status()).has_value());
+  EXPECT_EQ(FailureOf(refused.status())->kind, FailureKind::kWaitingForWorkers);
+
+  // The PS told them, and releases the partial state once they went quiet.
+  EXPECT_TRUE(EventuallyStats(*cluster, [](const ParameterServerStats& s) {
+    return s.status_sent > 0 && s.orphans_released > 0;
+  }));
+}
+
+TEST(FailureTest, AnAbsentParameterServerIsUnreachable) {
+  auto cluster = Cluster(/*workers=*/2, /*start_ps=*/false);
+  ASSERT_NE(cluster, nullptr);
+  std::vector<float> in(500, 1.0f);
+  std::vector<float> out(in.size());
+  absl::StatusOr<Handle> h = cluster->worker(0, 0).PushPull(in, out);
+  ASSERT_TRUE(h.ok()) << h.status();
+  const absl::Status status = h->Wait(kDeadline);
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  const std::optional<Failure> failure = FailureOf(status);
+  ASSERT_TRUE(failure.has_value()) << status;
+  EXPECT_EQ(failure->kind, FailureKind::kPsUnreachable);
+  EXPECT_NE(status.message().find("unreachable"), absl::string_view::npos) << status;
+  EXPECT_NE(status.message().find("stall_timeout"), absl::string_view::npos) << status;
+}
+
+TEST(FailureTest, AStallTimeBelowTwoRetransmissionTimeoutsIsRefused) {
+  JobOptions job;
+  job.job_id = 1;
+  job.layout = RackLayout::Uniform(1, 1);
+  job.max_retransmission_timeout = absl::Seconds(1);
+  job.stall_timeout = absl::Milliseconds(1500);
+  const absl::Status status = job.Validate();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("JobOptions.stall_timeout"), absl::string_view::npos) << status;
+  job.stall_timeout = absl::InfiniteDuration();
+  EXPECT_TRUE(job.Validate().ok());
+}
+
+}  // namespace
+}  // namespace atp
