@@ -153,6 +153,19 @@ ports: [{name: a, type: memif, socket: /tmp/atp-x.sock}]
 yaml log_level "dpdk.log_level" "${head}dpdk: {log_level: loud}
 ports: [{name: a, type: memif, socket: /tmp/atp-x.sock}]
 "
+admission="${head}ports:
+  - {name: w0, type: memif, socket: /tmp/atp-w0.sock}
+  - {name: up, type: memif, socket: /tmp/atp-up.sock}
+routes: [{prefix: 0.0.0.0/0, port: up}]
+multicast: [{group: 239.1.0.1, ports: [w0]}]
+jobs:
+"
+yaml admission_ps_not_host "jobs[0].ps[0]: 0.0.0.0 is not a host address" "${admission}  - {id: 1, level: 1, group: 239.1.0.1, ps: [0.0.0.0]}
+"
+yaml admission_both "jobs[0].parameters_from: give either" "${admission}  - {id: 1, level: 1, group: 239.1.0.1, ps: [10.1.200.1], parameters_from: [up]}
+"
+yaml admission_port "jobs[0].gradients_from[0]: no port named 'w9'" "${admission}  - {id: 1, level: 1, group: 239.1.0.1, gradients_from: [w9]}
+"
 
 # --- atp-ping
 expect "--count" atp-ping --count=0
