@@ -1,5 +1,6 @@
 #include "switch_emulator/host/ingress_admission.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,8 @@ absl::Status IngressAdmission::Restrict(uint8_t job, std::span<const uint32_t> p
   }
   Restriction r{job, {parameter_ports.begin(), parameter_ports.end()},
                 {gradient_ports.begin(), gradient_ports.end()}};
+  for (uint32_t port : r.parameter_ports) port_limit_ = std::max(port_limit_, port + 1);
+  for (uint32_t port : r.gradient_ports) port_limit_ = std::max(port_limit_, port + 1);
   Set(unknown_port_.parameters, job, false);
   Set(unknown_port_.gradients, job, false);
   Apply(r);

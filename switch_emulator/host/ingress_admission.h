@@ -60,6 +60,8 @@ class IngressAdmission {
 
   // active: some job is restricted (otherwise Check admits everything).
   bool active() const { return active_; }
+  // port_limit: one more than the largest port index a Restrict listed (0 if none).
+  uint32_t port_limit() const { return port_limit_; }
 
   // Check: the verdict for `frame` arriving on `port`. The datapath.
   IngressRefusal Check(uint32_t port, std::span<const uint8_t> frame, uint16_t base_port) const {
@@ -106,6 +108,7 @@ class IngressAdmission {
   }
 
   bool active_ = false;
+  uint32_t port_limit_ = 0;
   static constexpr JobSet kAllJobs = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
   // unknown_port_: both sets = the jobs never restricted.
   PortJobs unknown_port_{kAllJobs, kAllJobs};

@@ -81,6 +81,10 @@ absl::StatusOr<std::unique_ptr<SwitchHost>> SwitchHost::Create(SwitchHostOptions
     return absl::InvalidArgumentError(
         absl::StrCat("SwitchHost: a route or multicast group names a port index >= ", limit));
   }
+  if (options.admission.port_limit() > limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SwitchHost: an admission restriction names a port index >= ", limit));
+  }
   return std::unique_ptr<SwitchHost>(
       new SwitchHost(std::move(options), std::move(owned), std::move(pipeline)));
 }

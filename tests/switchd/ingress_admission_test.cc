@@ -33,6 +33,7 @@ TEST(IngressAdmissionTest, RestrictedJobsOnlyOnTheirPortsByKind) {
   const uint32_t ps_side[] = {2};
   const uint32_t worker_side[] = {0, 1};
   ASSERT_TRUE(a.Restrict(1, ps_side, worker_side).ok());
+  EXPECT_EQ(a.port_limit(), 3u);
   a.AddPorts(4);
   EXPECT_TRUE(a.active());
   const Bytes ack = Frame(1, true), gradient = Frame(1, false);

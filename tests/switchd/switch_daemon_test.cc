@@ -737,6 +737,11 @@ TEST(SwitchDaemonCreateTest, RefusesBadOptions) {
   SwitchDaemonOptions bad_base;
   bad_base.pipeline.base_port = 40000;
   EXPECT_FALSE(SwitchDaemon::Create(std::move(bad_base), {{"a", &a}}).ok());
+  SwitchDaemonOptions bad_admission;
+  const uint32_t beyond[] = {1};
+  ASSERT_TRUE(bad_admission.admission.Restrict(1, beyond, {}).ok());
+  EXPECT_FALSE(SwitchDaemon::Create(std::move(bad_admission), {{"a", &a}}).ok())
+      << "port 1 of a one-port switch";
 }
 
 // The daemon's idle thread sleeps on these (SwitchDaemon::Run), so a frame on
