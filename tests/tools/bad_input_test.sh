@@ -89,6 +89,7 @@ expect "--rto_floor_us" atp-ps "${ps[@]}" --rto_floor_us=500
 expect "--max_sleep_us" atp-ps "${ps[@]}" --max_sleep_us=0
 expect "--address" atp-ps "${ps[@]}" --address=10.1.200.1 --ps_address=10.1.200.2
 expect "--ps_address" atp-ps "${ps[@]}" --ps_address=239.1.0.1
+expect "--source_check" atp-ps "${ps[@]}" --source_check=maybe
 expect "--pcap_max_file_mb" atp-ps "${ps[@]}" --pcap_max_file_mb=8
 
 # --- atp-switchd (flags, then its YAML; --check_config opens no port)
