@@ -1,5 +1,6 @@
 #include "testbed/reflector_queue.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -43,9 +44,17 @@ bool ReflectorQueue::Answer(const uint8_t* frame) {
   if (!rx_pool_->Alloc(&ref)) return false;
   std::memcpy(ref.data, frame, wire::kFrameBytes);
   ref.length = wire::kFrameBytes;
-  // The parameter packet of a one-worker job: the gradient itself, acked.
-  // Only ATP header bits change, so the IPv4 checksum stays valid.
+  // The parameter packet of a one-worker job: the gradient itself, acked,
+  // from the PS it was sent to (sources and destinations swapped, as the PS
+  // would address it: the worker's source check admits it). Swapping the
+  // IPv4 addresses keeps the header's checksum (a sum of its words).
   wire::FrameView(ref.data).set_flag(wire::FrameView::kAck, true);
+  constexpr size_t kMacBytes = 6;
+  constexpr size_t kIpv4Bytes = 4;
+  constexpr size_t kIpv4Source = wire::kIpv4Offset + 12;
+  std::swap_ranges(ref.data, ref.data + kMacBytes, ref.data + kMacBytes);
+  std::swap_ranges(ref.data + kIpv4Source, ref.data + kIpv4Source + kIpv4Bytes,
+                   ref.data + kIpv4Source + kIpv4Bytes);
   rx_.push_back(ref);
   return true;
 }

@@ -63,6 +63,7 @@ constexpr char kUsage[] =
 nlohmann::json PsStatsJson(const ParameterServerStats& s) {
   return {{"frames_received", s.frames_received},
           {"decode_errors", s.decode_errors},
+          {"source_refused", s.source_refused},
           {"frames_sent", s.frames_sent},
           {"tx_dropped", s.tx_dropped},
           {"gradients", s.gradients},
@@ -206,7 +207,9 @@ int Main(int argc, char** argv) {
   } else {
     served.workers = spec->workers;
   }
+  served.gradient_sources = spec->workers;  // the PS accepts the job's workers only
   options.jobs.push_back(served);
+  options.gradient_source_check = spec->source_check;
   options.slots = spec->job.slots;
   options.io_threads = spec->job.io_threads;
   options.base_port = spec->job.base_port;

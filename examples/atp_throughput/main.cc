@@ -331,6 +331,7 @@ int RunWorker() {
   options.rack = spec->rack;
   options.worker_in_rack = spec->worker_in_rack;
   options.parameter_servers.push_back(spec->ps);
+  options.parameter_source_check = spec->source_check;
   absl::StatusOr<PollingOptions> polling = PollingFromFlags();
   if (!polling.ok()) return bad(std::string(polling.status().message()));
   options.polling = *polling;

@@ -307,6 +307,16 @@ absl::StatusOr<EndpointSpec> BuildEndpoint(const EndpointFlags& flags, const End
     ATP_ASSIGN_OR_RETURN(wire::Ipv4Address ip, ParseHostIp("ps_address", flags.ps_address));
     spec.ps = {ip, transport::DefaultMacFor(ip)};
   }
+  if (flags.source_check == "ipv4") {
+    spec.source_check = SourceCheck::kIpv4;
+  } else if (flags.source_check == "ipv4_mac") {
+    spec.source_check = SourceCheck::kIpv4AndMac;
+  } else if (flags.source_check == "off") {
+    spec.source_check = SourceCheck::kOff;
+  } else {
+    return FlagError("source_check",
+                     absl::StrCat("'", flags.source_check, "' is not ipv4, ipv4_mac or off"));
+  }
   spec.group = GroupAddress(job);
   if (!flags.group.empty()) {
     ATP_ASSIGN_OR_RETURN(wire::Ipv4Address ip, ParseIp("group", flags.group));

@@ -61,6 +61,8 @@ struct EndpointFlags {
   int io_threads = 1;
   std::string ps_address;  // "" = 10.<job>.200.1
   std::string group;       // "" = 239.1.0.<job>
+  // source_check: ipv4 | ipv4_mac | off (docs/security.md).
+  std::string source_check = "ipv4";
   // Capture (atp/capture.h): "" = off.
   std::string pcap_dir;
   int pcap_max_file_mb = 64;
@@ -87,6 +89,9 @@ struct EndpointSpec {
   transport::DeviceAddress ps;
   transport::DeviceAddress group;
   std::vector<transport::DeviceAddress> workers;  // rack-major
+  // source_check: a worker accepts frames only from `ps`, the PS only from
+  // `workers`, compared as this says.
+  SourceCheck source_check = SourceCheck::kIpv4;
   TransportOptions transport;
   std::string description;  // "worker 3 (10.1.1.2) of job 1, dpdk memif client /tmp/tb/w3.sock"
 };

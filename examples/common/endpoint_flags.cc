@@ -38,6 +38,10 @@ ABSL_FLAG(int, io_threads, 1,
           "I/O threads (queues) per worker, 1..16; the PS serves as many queues with as many "
           "threads. Must be equal on every node of the job.");
 ABSL_FLAG(std::string, ps_address, "", "The PS's IPv4 address. Default: 10.<job>.200.1.");
+ABSL_FLAG(std::string, source_check, "ipv4",
+          "What a worker compares received frames' source with (the PS's address), and the PS "
+          "(the workers' addresses: the defaults 10.<job>.r.(i+1)): 'ipv4', 'ipv4_mac' (the MAC "
+          "too: only where nothing rewrites MACs) or 'off' (docs/security.md).");
 ABSL_FLAG(std::string, group, "",
           "The job's multicast group (parameter packets). Default: 239.1.0.<job>.");
 
@@ -71,6 +75,7 @@ EndpointFlags EndpointFlagsFromCommandLine() {
   f.io_threads = absl::GetFlag(FLAGS_io_threads);
   f.ps_address = absl::GetFlag(FLAGS_ps_address);
   f.group = absl::GetFlag(FLAGS_group);
+  f.source_check = absl::GetFlag(FLAGS_source_check);
   f.pcap_dir = absl::GetFlag(FLAGS_pcap_dir);
   f.pcap_max_file_mb = absl::GetFlag(FLAGS_pcap_max_file_mb);
   f.pcap_max_files = absl::GetFlag(FLAGS_pcap_max_files);

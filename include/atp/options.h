@@ -144,6 +144,17 @@ struct PollingOptions {
   absl::Status Validate(std::string_view field = "PollingOptions") const;
 };
 
+// SourceCheck: what a worker or a parameter server compares the source of a
+// received frame with, before its engine sees it (docs/security.md). Frames
+// that fail are dropped and counted (`source_refused` in the stats).
+enum class SourceCheck : uint8_t {
+  kIpv4,        // the IPv4 source must be one the options name (the default)
+  kIpv4AndMac,  // and the Ethernet source the MAC given with it: only where
+                // nothing rewrites MACs on the way (one L2 segment, ATP
+                // switches, the kernel UDP overlay); a router would
+  kOff,         // any source (a network that enforces sources itself, or tests)
+};
+
 // WorkerOptions: one worker of a job.
 struct WorkerOptions {
   JobOptions job;
@@ -153,6 +164,10 @@ struct WorkerOptions {
   // parameter_servers: the job's PS hosts (IPv4 and MAC put into frames);
   // queue q's fragments go to parameter_servers[q mod size()]. 1..16 entries.
   std::vector<transport::DeviceAddress> parameter_servers;
+  // parameter_source_check: a queue accepts parameter packets (and every
+  // other frame) only from the PS that serves it, parameter_servers[q mod
+  // size()], compared as this says.
+  SourceCheck parameter_source_check = SourceCheck::kIpv4;
   PollingOptions polling;
   // max_burst: frames per transport burst, 1..256.
   uint32_t max_burst = 32;
@@ -177,6 +192,12 @@ struct ParameterServerJobOptions {
   // workers: kUnicast only: every worker's address, in rack-major order
   // (layout.total_workers() entries).
   std::vector<transport::DeviceAddress> workers;
+  // gradient_sources: the only sources the job's frames are accepted from
+  // (ParameterServerOptions::gradient_source_check says how they compare):
+  // its workers' addresses, since switches forward a worker's frame with its
+  // source unchanged. Empty: `workers` if any are named (kUnicast always
+  // names them), else no check at all (a kMulticast job: name them here).
+  std::vector<transport::DeviceAddress> gradient_sources;
 
   absl::Status Validate(std::string_view field = "ParameterServerJobOptions") const;
 };
@@ -196,6 +217,10 @@ struct ParameterServerOptions {
   // server_index + server_count * t.
   uint32_t io_threads = 1;
   uint16_t base_port = wire::kDefaultBasePort;
+  // gradient_source_check: how a job's gradient_sources are compared with a
+  // received frame's source (EmbeddedParameterServer::HandleMessage has no
+  // source to compare: its caller's sockets see the sender).
+  SourceCheck gradient_source_check = SourceCheck::kIpv4;
   PollingOptions polling;
   uint32_t max_burst = 32;  // 1..256
   // orphan_timeout: a fragment the PS has partial state for (integer sums, or

@@ -51,6 +51,8 @@ struct ParameterServerStats {
   // Frames.
   uint64_t frames_received = 0;  // frames handed to the PS
   uint64_t decode_errors = 0;    // rejected by wire::DecodeFrame / DecodeMessage
+  uint64_t source_refused = 0;   // valid frames from a source the job does not name
+                                 // (ParameterServerJobOptions::gradient_sources): dropped
   uint64_t frames_sent = 0;      // parameter packets and overflow requests, per copy
   uint64_t ce_to_ecn = 0;        // gradient frames marked CE on the way (by a switch
                                  // that only forwarded them): their ecn bit set
@@ -148,8 +150,8 @@ class EmbeddedParameterServer {
 
   // HandleFrame: one received 306-byte frame. Returns wire::DecodeError::kOk
   // when it was a valid ATP frame and went to the engine (which may still
-  // count it as a duplicate, stale, another PS's queue, ...), or why it was
-  // rejected. The frames it causes go to `sink` before it returns, from the
+  // count it as a duplicate, stale, another PS's queue, ...) or was refused
+  // for its source (stats().source_refused), or why it was rejected. The frames it causes go to `sink` before it returns, from the
   // calling thread, under the lock of the frame's shard. Any thread.
   wire::DecodeError HandleFrame(std::span<const uint8_t> frame, FrameSink& sink);
 

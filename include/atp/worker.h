@@ -129,6 +129,8 @@ struct WorkerQueueStatistics {
   uint64_t decode_errors = 0;       // frames wire::DecodeFrame rejected
   uint64_t control_frames = 0;      // control frames from the PS understood (status)
   uint64_t control_rejected = 0;    // control frames that did not decode or belong elsewhere
+  uint64_t source_refused = 0;      // valid frames not from this queue's PS
+                                    // (WorkerOptions::parameter_source_check)
   uint64_t ignored = 0;             // valid frames not for an in-flight fragment (stale,
                                     // duplicate, another job)
   uint64_t tx_backpressure = 0;     // bursts the transport took only in part
@@ -159,6 +161,7 @@ struct WorkerStats {
   uint64_t parameter_packets = 0;
   uint64_t frames_received = 0;
   uint64_t decode_errors = 0;
+  uint64_t source_refused = 0;
   uint64_t ignored = 0;
   uint32_t window = 0;  // sum of the queues' windows
   // Operations (Push, Pull and PushPull) started and finished.

@@ -48,6 +48,7 @@ StepResult PsIoLoop::Step(TimePoint now) {
           ++decode_errors_;
           continue;
         }
+        if (!shard_->Admits(rx_fields_)) [[unlikely]] continue;
         rx_message_.header = rx_fields_.header;
         shard_->CarryCongestion(rx_fields_, rx_message_);
         shard_->OnMessage(rx_message_, now, *this);

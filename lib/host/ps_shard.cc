@@ -28,35 +28,42 @@ absl::StatusOr<std::unique_ptr<PsShard>> PsShard::Create(const ParameterServerOp
                                                          uint32_t shard,
                                                          const transport::DeviceAddress& self) {
   PsDestinations destinations;
+  PsSources sources;
   for (const ParameterServerJobOptions& job : options.jobs) {
     if (job.delivery == ParameterDelivery::kMulticast) {
       destinations[job.job_id] = {job.multicast_group};
     } else {
       destinations[job.job_id] = job.workers;
     }
+    // The job's named sources, else its workers (kUnicast names them all).
+    sources[job.job_id] = SourceAdmission::Only(
+        job.gradient_sources.empty() ? job.workers : job.gradient_sources,
+        options.gradient_source_check);
   }
-  return Create(ToPsConfig(options, shard), std::move(destinations), self, options.base_port);
+  return Create(ToPsConfig(options, shard), std::move(destinations), self, options.base_port,
+                std::move(sources));
 }
 
 absl::StatusOr<std::unique_ptr<PsShard>> PsShard::Create(ps::PsConfig engine_config,
                                                          PsDestinations destinations,
                                                          const transport::DeviceAddress& self,
-                                                         uint16_t base_port) {
+                                                         uint16_t base_port, PsSources sources) {
   const bool scans_orphans = !engine_config.orphan_timeout.IsInfinite();
   const TimeDelta waiting_report_interval = engine_config.waiting_report_interval;
   ATP_ASSIGN_OR_RETURN(ps::PsEngine engine, ps::PsEngine::Create(std::move(engine_config)));
   return std::unique_ptr<PsShard>(new PsShard(std::move(engine), scans_orphans,
                                               waiting_report_interval, std::move(destinations),
-                                              self, base_port));
+                                              self, base_port, std::move(sources)));
 }
 
 PsShard::PsShard(ps::PsEngine engine, bool scans_orphans, TimeDelta waiting_report_interval,
                  PsDestinations destinations, const transport::DeviceAddress& self,
-                 uint16_t base_port)
+                 uint16_t base_port, PsSources sources)
     : engine_(std::move(engine)),
       scans_orphans_(scans_orphans),
       base_port_(base_port),
       destinations_(std::move(destinations)),
+      sources_(std::move(sources)),
       incarnation_(RandomIncarnation()),
       waiting_report_interval_(waiting_report_interval) {
   fields_.src_ip = self.ipv4;
@@ -332,6 +339,7 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   const ps::PsCounters& c = engine_.counters();
   stats.frames_sent += frames_sent_;
   stats.ce_to_ecn += ce_to_ecn_;
+  stats.source_refused += source_refused_;
   stats.gradients += c.gradients;
   stats.contributions += c.contributions;
   stats.duplicates += c.duplicates;

@@ -38,6 +38,7 @@
 #include "atp/time.h"
 #include "atp/transport.h"
 #include "atp/wire.h"
+#include "lib/host/source_admission.h"
 #include "lib/protocol/message_sink.h"
 #include "lib/protocol/status_message.h"
 #include "lib/ps/ps_engine.h"
@@ -50,6 +51,8 @@ namespace atp::runtime {
 // PsDestinations: where a parameter packet of each job goes, by job id: the
 // job's multicast group, or each of its workers.
 using PsDestinations = std::array<std::vector<transport::DeviceAddress>, wire::kMaxJobId + 1>;
+// PsSources: whose frames each job accepts, by job id (default: anyone's).
+using PsSources = std::array<SourceAdmission, wire::kMaxJobId + 1>;
 
 class PsShard {
  public:
@@ -60,14 +63,25 @@ class PsShard {
                                                          const transport::DeviceAddress& self);
   // Create: the engine `engine_config` describes, sending parameter packets
   // of job j to destinations[j] on UDP ports base_port + queue (the
-  // simulator's PS, whose configuration is the engine's).
+  // simulator's PS, whose configuration is the engine's), accepting job j's
+  // frames from sources[j] (default: any source).
   static absl::StatusOr<std::unique_ptr<PsShard>> Create(ps::PsConfig engine_config,
                                                          PsDestinations destinations,
                                                          const transport::DeviceAddress& self,
-                                                         uint16_t base_port);
+                                                         uint16_t base_port,
+                                                         PsSources sources = {});
 
   PsShard(const PsShard&) = delete;
   PsShard& operator=(const PsShard&) = delete;
+
+  // Admits: whether a decoded frame's source may send its job's frames
+  // (ParameterServerJobOptions::gradient_sources); counts the refused ones
+  // (source_refused). Call it between decoding a frame and OnMessage.
+  bool Admits(const wire::FrameFields& fields) {
+    if (sources_[fields.header.job].Admits(fields)) [[likely]] return true;
+    ++source_refused_;
+    return false;
+  }
 
   // OnMessage: a decoded message (a gradient, or a control frame, which goes
   // to OnControl); the frames it causes go to `sink` before it returns.
@@ -127,7 +141,8 @@ class PsShard {
   };
 
   PsShard(ps::PsEngine engine, bool scans_orphans, TimeDelta waiting_report_interval,
-          PsDestinations destinations, const transport::DeviceAddress& self, uint16_t base_port);
+          PsDestinations destinations, const transport::DeviceAddress& self, uint16_t base_port,
+          PsSources sources);
 
   // OnControl: a control frame from a worker, by type.
   void OnControl(const wire::AtpMessage& message, TimePoint now, FrameSink& sink);
@@ -161,6 +176,7 @@ class PsShard {
   const uint16_t base_port_;
   // destinations_[job]: where a parameter packet of `job` goes.
   std::array<std::vector<transport::DeviceAddress>, wire::kMaxJobId + 1> destinations_;
+  const PsSources sources_;  // sources_[job]: whose frames it accepts
   wire::FrameFields fields_;
   alignas(64) std::array<uint8_t, wire::kFrameBytes> frame_{};
   Encoder encoder_{this};
@@ -183,6 +199,7 @@ class PsShard {
   uint64_t control_rejected_ = 0;   // control frames that did not decode or belong to the PS
   uint64_t control_unhandled_ = 0;  // types this PS does not act on yet
   uint64_t status_sent_ = 0;        // kStatus messages sent (before replication)
+  uint64_t source_refused_ = 0;
 };
 
 }  // namespace atp::runtime

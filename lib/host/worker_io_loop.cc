@@ -62,6 +62,7 @@ WorkerIoLoop::WorkerIoLoop(const WorkerIoLoopConfig& config,
                            std::unique_ptr<worker::WorkerQueueEngine> engine,
                            transport::Queue& queue)
     : config_(config),
+      from_ps_(SourceAdmission::Only({&config.ps, 1}, config.parameter_source_check)),
       engine_(std::move(engine)),
       queue_(queue),
       burst_(config.max_burst),
@@ -197,6 +198,10 @@ bool WorkerIoLoop::Receive(TimePoint now) {
       const std::span<const uint8_t> frame = rx_frames_[i].bytes();
       if (wire::ValidateFrame(frame, config_.base_port) != wire::DecodeError::kOk) {
         ++decode_errors_;
+        continue;
+      }
+      if (!from_ps_.Admits(frame)) [[unlikely]] {
+        ++source_refused_;
         continue;
       }
       stall_.OnFrameFromPs(now);
@@ -641,6 +646,7 @@ void WorkerIoLoop::Publish() {
   s.decode_errors = decode_errors_;
   s.control_frames = control_frames_;
   s.control_rejected = control_rejected_;
+  s.source_refused = source_refused_;
   s.ignored = e.ignored_unknown_seq + e.ignored_foreign;
   s.tx_backpressure = q.tx_backpressure;
   s.window = e.window;

@@ -8,7 +8,8 @@
 //   StepResult r = loop->Step(MonotonicNow());    // the I/O thread, over and over
 //
 // Step is one iteration: take submitted pieces (Enqueue), receive up to a few
-// bursts (wire::ValidateFrame, rejects counted; OnParameterPacket dequantizes
+// bursts (wire::ValidateFrame, then the source check: only the queue's PS;
+// rejects counted; OnParameterPacket dequantizes
 // straight from the frame into the output), finish completed pieces
 // (averaging, OpState::PieceDone), then send what the engine wants, and
 // Flush. Frames or segments the transport did not take are kept and retried
@@ -71,6 +72,7 @@
 #include "atp/wire.h"
 #include "atp/worker.h"
 #include "lib/host/op_state.h"
+#include "lib/host/source_admission.h"
 #include "lib/host/polling_thread.h"
 #include "lib/host/stall_watch.h"
 #include "lib/host/worker_failure.h"
@@ -99,6 +101,9 @@ struct PieceRequest {
 struct WorkerIoLoopConfig {
   transport::DeviceAddress self;  // source of the frames
   transport::DeviceAddress ps;    // destination: the PS serving this queue
+  // parameter_source_check: received frames are handed to the engine only
+  // from `ps` (lib/host/source_admission.h); the rest count as source_refused.
+  SourceCheck parameter_source_check = SourceCheck::kIpv4;
   uint16_t base_port = wire::kDefaultBasePort;
   uint32_t max_burst = 32;        // 1..256
   int total_workers = 1;          // for Reduction::kAverage
@@ -235,6 +240,7 @@ class WorkerIoLoop {
   }
 
   const WorkerIoLoopConfig config_;
+  const SourceAdmission from_ps_;  // config_.ps, as config_.parameter_source_check says
   std::unique_ptr<worker::WorkerQueueEngine> engine_;
   transport::Queue& queue_;
   const size_t burst_;
@@ -288,6 +294,7 @@ class WorkerIoLoop {
   uint64_t control_rejected_ = 0;  // control frames that did not decode or do not belong here
   uint64_t frames_received_ = 0;
   uint64_t decode_errors_ = 0;
+  uint64_t source_refused_ = 0;
   uint64_t frames_sent_ = 0;
   uint64_t fragments_assigned_ = 0;
   TimePoint next_publish_;

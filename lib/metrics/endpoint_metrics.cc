@@ -23,6 +23,8 @@ std::vector<Metric> WorkerMetrics(const WorkerStats& s) {
   b.Counter("parameter_packets_total", "Parameter packets that completed a fragment.", s.parameter_packets);
   b.Counter("frames_received_total", "Frames the transport handed over.", s.frames_received);
   b.Counter("decode_errors_total", "Received frames that were not valid ATP frames.", s.decode_errors);
+  b.Counter("source_refused_total", "Valid frames not from the queue's PS (docs/security.md).",
+            s.source_refused);
   b.Counter("ignored_total", "Valid frames not for an in-flight fragment.", s.ignored);
   b.Counter("operations_started_total", "Push, Pull and PushPull operations started.", s.operations_started);
   b.Counter("operations_finished_total", "Operations finished.", s.operations_finished);
@@ -48,6 +50,8 @@ std::vector<Metric> ParameterServerMetrics(const ParameterServerStats& s) {
   metrics::MetricBuilder b("atp_ps_");
   b.Counter("frames_received_total", "Frames handed to the PS.", s.frames_received);
   b.Counter("decode_errors_total", "Frames rejected as not valid ATP frames.", s.decode_errors);
+  b.Counter("source_refused_total",
+            "Valid frames from a source the job does not name (docs/security.md).", s.source_refused);
   b.Counter("frames_sent_total", "Parameter packets and overflow requests sent, per copy.", s.frames_sent);
   b.Counter("tx_dropped_total", "Frames not sent: no buffer or no room.", s.tx_dropped);
   const std::pair<const char*, uint64_t> outcomes[] = {

@@ -220,6 +220,13 @@ absl::Status ParameterServerJobOptions::Validate(std::string_view field) const {
     default:
       return FieldError(field, "delivery", "unknown value");
   }
+  for (size_t i = 0; i < gradient_sources.size(); ++i) {
+    const wire::Ipv4Address ip = gradient_sources[i].ipv4;
+    if (ip.value == 0 || (ip.value >> 28) == 0xE) {
+      return FieldError(field, absl::StrCat("gradient_sources[", i, "].ipv4"),
+                        absl::StrCat(ip.ToString(), " is not a host address"));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -20,6 +20,7 @@ namespace {
 void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.frames_received += s.frames_received;
   total.decode_errors += s.decode_errors;
+  total.source_refused += s.source_refused;
   total.frames_sent += s.frames_sent;
   total.ce_to_ecn += s.ce_to_ecn;
   total.tx_dropped += s.tx_dropped;
@@ -204,7 +205,10 @@ class EmbeddedParameterServerImpl {
     const TimePoint now = runtime::MonotonicNow();
     std::lock_guard<std::mutex> lock(shard.mu);
     ++shard.frames_received;
-    if (fields != nullptr) shard.engine->CarryCongestion(*fields, message);
+    if (fields != nullptr) {
+      if (!shard.engine->Admits(*fields)) return;
+      shard.engine->CarryCongestion(*fields, message);
+    }
     shard.engine->OnMessage(message, now, sink);
   }
 

@@ -71,6 +71,7 @@ absl::Status WorkerImpl::StartQueues() {
     runtime::WorkerIoLoopConfig config;
     config.self = device_.address();
     config.ps = options_.parameter_servers[q % options_.parameter_servers.size()];
+    config.parameter_source_check = options_.parameter_source_check;
     config.base_port = options_.job.base_port;
     config.max_burst = options_.max_burst;
     config.total_workers = total_workers_;
@@ -259,6 +260,7 @@ WorkerStats WorkerImpl::stats() const {
     s.parameter_packets += q.parameter_packets;
     s.frames_received += q.frames_received;
     s.decode_errors += q.decode_errors;
+    s.source_refused += q.source_refused;
     s.ignored += q.ignored;
     s.window += q.window;
     s.queues.push_back(q);

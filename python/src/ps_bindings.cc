@@ -22,6 +22,7 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   py::dict d;
   d["frames_received"] = s.frames_received;
   d["decode_errors"] = s.decode_errors;
+  d["source_refused"] = s.source_refused;
   d["frames_sent"] = s.frames_sent;
   d["tx_dropped"] = s.tx_dropped;
   d["gradients"] = s.gradients;

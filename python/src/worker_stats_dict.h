@@ -26,6 +26,7 @@ inline pybind11::dict QueueStatsDict(const WorkerQueueStatistics& q) {
   d["parameter_packets"] = q.parameter_packets;
   d["frames_received"] = q.frames_received;
   d["decode_errors"] = q.decode_errors;
+  d["source_refused"] = q.source_refused;
   d["ignored"] = q.ignored;
   d["tx_backpressure"] = q.tx_backpressure;
   d["window"] = q.window;
@@ -52,6 +53,7 @@ inline pybind11::dict WorkerStatsDict(const WorkerStats& s) {
   d["parameter_packets"] = s.parameter_packets;
   d["frames_received"] = s.frames_received;
   d["decode_errors"] = s.decode_errors;
+  d["source_refused"] = s.source_refused;
   d["ignored"] = s.ignored;
   d["window"] = s.window;
   d["operations_started"] = s.operations_started;

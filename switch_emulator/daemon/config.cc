@@ -466,8 +466,116 @@ class Parser {
                                                         "{first: N, count: M}'"));
       }
       if (slice) ATP_RETURN_IF_ERROR(ParseSlice(*slice, field + ".aggregators", &job));
+      ATP_RETURN_IF_ERROR(ParseAdmission(m, field, &job));
       ATP_RETURN_IF_ERROR(m.Finish());
       config_.jobs.push_back(std::move(job));
+    }
+    return absl::OkStatus();
+  }
+
+  // PortList: a non-empty list of distinct port names, as indices.
+  absl::StatusOr<std::vector<uint32_t>> PortList(const YamlField& list, const std::string& field) {
+    ATP_RETURN_IF_ERROR(ctx_.Sequence(list, field));
+    if (list.node.size() == 0) return ctx_.ErrorAt(list, absl::StrCat(field, ": needs at least one port"));
+    std::vector<uint32_t> ports;
+    for (size_t p = 0; p < list.node.size(); ++p) {
+      const std::string pfield = absl::StrCat(field, "[", p, "]");
+      ATP_ASSIGN_OR_RETURN(uint32_t index, PortIndex(list.Item(list.node[p]), pfield));
+      if (std::find(ports.begin(), ports.end(), index) != ports.end()) {
+        return ctx_.ErrorAt(list.Item(list.node[p]),
+                            absl::StrCat(pfield, ": port '", config_.ports[index].name,
+                                         "' is listed twice"));
+      }
+      ports.push_back(index);
+    }
+    return ports;
+  }
+
+  // RoutePort: the port of the longest route holding `ip`, if any.
+  std::optional<uint32_t> RoutePort(wire::Ipv4Address ip) const {
+    std::optional<uint32_t> port;
+    int best = -1;
+    for (const RouteConfig& r : config_.routes) {
+      const uint32_t mask = r.length == 0 ? 0 : ~uint32_t{0} << (32 - r.length);
+      if ((ip.value & mask) == r.prefix.value && static_cast<int>(r.length) > best) {
+        best = static_cast<int>(r.length);
+        port = r.port_index;
+      }
+    }
+    return port;
+  }
+
+  // ParseAdmission: a job's ingress_check, ps, parameters_from and
+  // gradients_from, resolved into port lists (docs/switchd.md, "Admission").
+  absl::Status ParseAdmission(MapReader& m, const std::string& field, JobEntryConfig* job) {
+    std::optional<YamlField> check = m.Take("ingress_check");
+    std::optional<YamlField> ps = m.Take("ps");
+    std::optional<YamlField> parameters_from = m.Take("parameters_from");
+    std::optional<YamlField> gradients_from = m.Take("gradients_from");
+    if (check) {
+      ATP_ASSIGN_OR_RETURN(job->ingress_check, ctx_.Bool(*check, field + ".ingress_check"));
+    }
+    if (ps) {
+      ATP_RETURN_IF_ERROR(ctx_.Sequence(*ps, field + ".ps"));
+      if (ps->node.size() == 0) {
+        return ctx_.ErrorAt(*ps, absl::StrCat(field, ".ps: needs at least one address"));
+      }
+      for (size_t k = 0; k < ps->node.size(); ++k) {
+        const std::string kfield = absl::StrCat(field, ".ps[", k, "]");
+        const YamlField item = ps->Item(ps->node[k]);
+        ATP_ASSIGN_OR_RETURN(wire::Ipv4Address ip, ctx_.Ipv4(item, kfield));
+        if (IsMulticastGroup(ip) || ip.value == 0 || ip.value == ~uint32_t{0}) {
+          return ctx_.ErrorAt(item, absl::StrCat(kfield, ": ", ip.ToString(),
+                                                 " is not a host address"));
+        }
+        job->ps.push_back(ip);
+      }
+    }
+    if (!job->ingress_check) {
+      for (const auto& [key, f] : {std::pair<const char*, const std::optional<YamlField>*>{"ps", &ps},
+                                   {"parameters_from", &parameters_from},
+                                   {"gradients_from", &gradients_from}}) {
+        if (f->has_value()) {
+          return ctx_.ErrorAt(**f, absl::StrCat(field, ".", key, ": not with ingress_check: false"));
+        }
+      }
+      return absl::OkStatus();
+    }
+    if (parameters_from && ps) {
+      return ctx_.ErrorAt(*parameters_from,
+                          absl::StrCat(field, ".parameters_from: give either it or ", field,
+                                       ".ps (whose routes name the ports), not both"));
+    }
+    const std::vector<uint32_t>* group_ports = nullptr;
+    for (const MulticastConfig& mc : config_.multicast) {
+      if (mc.group == job->group) group_ports = &mc.port_indices;
+    }
+    if (parameters_from) {
+      ATP_ASSIGN_OR_RETURN(job->parameter_ports, PortList(*parameters_from, field + ".parameters_from"));
+    } else if (ps) {
+      for (size_t k = 0; k < job->ps.size(); ++k) {
+        const std::optional<uint32_t> port = RoutePort(job->ps[k]);
+        if (!port) {
+          return ctx_.ErrorAt(ps->Item(ps->node[k]),
+                              absl::StrCat(field, ".ps[", k, "]: no route leads to ",
+                                           job->ps[k].ToString()));
+        }
+        if (std::find(job->parameter_ports.begin(), job->parameter_ports.end(), *port) ==
+            job->parameter_ports.end()) {
+          job->parameter_ports.push_back(*port);
+        }
+      }
+    } else {
+      for (uint32_t p = 0; p < config_.ports.size(); ++p) {
+        if (std::find(group_ports->begin(), group_ports->end(), p) == group_ports->end()) {
+          job->parameter_ports.push_back(p);
+        }
+      }
+    }
+    if (gradients_from) {
+      ATP_ASSIGN_OR_RETURN(job->gradient_ports, PortList(*gradients_from, field + ".gradients_from"));
+    } else {
+      job->gradient_ports = *group_ports;
     }
     return absl::OkStatus();
   }

@@ -92,6 +92,16 @@ struct JobEntryConfig {
   wire::Ipv4Address group;  // its parameter packets' destination; in the multicast table
   std::optional<switch_emulator::AggregatorSlice> slice;  // partition: static only (required there)
   int line = 0;
+  // Ingress admission (docs/security.md), resolved at parse time:
+  // ingress_check false: the job's frames are admitted on every port.
+  bool ingress_check = true;
+  std::vector<wire::Ipv4Address> ps;  // `ps`: the job's PS addresses (may be empty)
+  // parameter_ports: where its parameter packets may arrive: `parameters_from`,
+  // else the ports the routes send its `ps` addresses to, else every port
+  // outside its multicast group. gradient_ports: `gradients_from`, else its
+  // multicast group's ports (toward its workers or lower-level switches).
+  std::vector<uint32_t> parameter_ports;
+  std::vector<uint32_t> gradient_ports;
 };
 
 // DpdkConfig: the EAL, set up once if any port is DPDK-based.

@@ -125,6 +125,13 @@ absl::Status BuildTables(const SwitchdConfig& config, SwitchDaemonOptions& optio
       return absl::InvalidArgumentError(absl::StrCat(config.path, ":", m.line, ": ", s.message()));
     }
   }
+  for (const JobEntryConfig& job : config.jobs) {
+    if (!job.ingress_check) continue;
+    if (absl::Status s = options.admission.Restrict(job.id, job.parameter_ports, job.gradient_ports);
+        !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(config.path, ":", job.line, ": ", s.message()));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -255,6 +262,21 @@ int Main(int argc, char** argv) {
   internal::Logger().info("{}: running, {} port(s), {} route(s), {} group(s), {} job(s)",
                           config->name, config->ports.size(), config->routes.size(),
                           config->multicast.size(), config->jobs.size());
+  for (const JobEntryConfig& job : config->jobs) {
+    const auto names = [&](const std::vector<uint32_t>& indices) {
+      std::string out;
+      for (uint32_t p : indices) absl::StrAppend(&out, out.empty() ? "" : ",", config->ports[p].name);
+      return out;
+    };
+    if (job.ingress_check) {
+      internal::Logger().info("{}: job {}: parameter packets admitted from [{}], gradients from [{}]",
+                              config->name, job.id, names(job.parameter_ports),
+                              names(job.gradient_ports));
+    } else {
+      internal::Logger().info("{}: job {}: ingress_check off, frames admitted on every port",
+                              config->name, job.id);
+    }
+  }
 
   std::unique_ptr<MetricsServer> metrics_server;
   if (metrics.port != -1) {

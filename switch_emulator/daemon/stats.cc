@@ -53,6 +53,10 @@ nlohmann::json PortJson(const PortStats& p) {
   j["rx_bad_frames"] = p.counters.rx_malformed + p.transport.rx_bad_frames;
   j["tx_dropped"] = p.counters.tx_dropped();
   j["rx_malformed"] = p.counters.rx_malformed;
+  // rx_refused: frames of a restricted job refused at this ingress port, by
+  // reason (IngressAdmission; docs/security.md).
+  j["rx_refused"] = {{"parameter_port", p.counters.rx_refused_parameter_port},
+                     {"gradient_port", p.counters.rx_refused_gradient_port}};
   j["tx_copies"] = p.counters.tx_copies;
   j["tx_dropped_backpressure"] = p.counters.tx_dropped_backpressure;
   j["tx_dropped_no_buffer"] = p.counters.tx_dropped_no_buffer;
@@ -125,18 +129,19 @@ absl::Status WriteStatsJson(const std::string& path, const SwitchdStats& stats) 
 }
 
 std::string SummaryLine(const SwitchdStats& now, const SwitchdStats* before) {
-  uint64_t rx = 0, tx = 0, dropped = 0, bad = 0;
+  uint64_t rx = 0, tx = 0, dropped = 0, bad = 0, refused = 0;
   for (const PortStats& p : now.ports) {
     rx += p.counters.rx_frames;
+    refused += p.counters.rx_refused();
     tx += p.counters.tx_frames;
     dropped += p.counters.tx_dropped();
     bad += p.counters.rx_malformed + p.transport.rx_bad_frames;
   }
   std::string line = absl::StrFormat(
       "%s: up %.0f s, rx %u, tx %u, aggregated %u, completed %u, in use %u/%u, malformed %u, "
-      "tx dropped %u, unroutable %u",
+      "refused %u, tx dropped %u, unroutable %u",
       now.name, now.uptime_s, rx, tx, now.pipeline.aggregated, now.pipeline.completed,
-      now.aggregators_in_use, now.aggregators, bad, dropped,
+      now.aggregators_in_use, now.aggregators, bad, refused, dropped,
       now.routing.unroutable + now.routing.no_multicast_ports + now.routing.hairpin);
   if (before != nullptr && now.uptime_s > before->uptime_s) {
     uint64_t rx_before = 0;

@@ -29,6 +29,7 @@ absl::StatusOr<std::unique_ptr<SwitchDaemon>> SwitchDaemon::Create(SwitchDaemonO
   host.pipeline = options.pipeline;
   host.routes = options.routes;
   host.multicast = options.multicast;
+  host.admission = options.admission;
   host.max_burst = options.max_burst;
   host.tx_attempts = options.tx_attempts;
   host.orphan_scan_budget = options.orphan_scan_budget;

@@ -53,6 +53,7 @@ struct SwitchDaemonOptions {
   switch_emulator::PipelineConfig pipeline;
   RouteTable routes;          // port indices into the DaemonPort list
   MulticastTable multicast;   // idem; a job's group is PipelineConfig's multicast_group
+  IngressAdmission admission;  // idem: which ports may bring in each restricted job's frames
   // clock: read once per poll round; unset: CLOCK_MONOTONIC. Tests inject a fake.
   std::function<TimePoint()> clock;
   PollingOptions polling;     // the datapath thread's back-off when idle

@@ -65,6 +65,11 @@ std::vector<Metric> SwitchdMetrics(const SwitchdStats& s) {
     b.Counter("frames_total", "", p.counters.tx_frames, port({{"direction", "tx"}}));
     b.Counter("rx_malformed_total", "Received ATP frames the pipeline refused as malformed.",
               p.counters.rx_malformed, port());
+    b.Counter("rx_refused_total",
+              "Frames of a restricted job refused at this ingress port, by reason (docs/security.md).",
+              p.counters.rx_refused_parameter_port, port({{"reason", "parameter_port"}}));
+    b.Counter("rx_refused_total", "", p.counters.rx_refused_gradient_port,
+              port({{"reason", "gradient_port"}}));
     b.Counter("tx_copies_total", "Multicast copies made for the port.", p.counters.tx_copies, port());
     b.Counter("tx_dropped_total", "Frames not sent, by reason.", p.counters.tx_dropped_backpressure,
               port({{"reason", "backpressure"}}));

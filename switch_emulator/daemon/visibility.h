@@ -16,6 +16,7 @@ namespace atp::switchd {
 
 // SwitchdMetrics: every counter of the stats JSON: per port
 // atp_switch_frames_total{port,direction}, atp_switch_rx_malformed_total,
+// atp_switch_rx_refused_total{port,reason},
 // atp_switch_tx_copies_total, atp_switch_tx_dropped_total{reason},
 // atp_switch_tx_held_frames, atp_switch_transport_<counter>_total; the
 // pipeline's atp_switch_<counter>_total (atp_switch_aggregated_total, ...),

@@ -81,6 +81,10 @@ absl::StatusOr<std::unique_ptr<SwitchHost>> SwitchHost::Create(SwitchHostOptions
     return absl::InvalidArgumentError(
         absl::StrCat("SwitchHost: a route or multicast group names a port index >= ", limit));
   }
+  if (options.admission.port_limit() > limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SwitchHost: an admission restriction names a port index >= ", limit));
+  }
   return std::unique_ptr<SwitchHost>(
       new SwitchHost(std::move(options), std::move(owned), std::move(pipeline)));
 }
@@ -93,6 +97,7 @@ SwitchHost::SwitchHost(SwitchHostOptions options, std::vector<Port> ports, Switc
   for (Staging& s : staging_) s.frames.resize(options_.max_burst);
   touched_.reserve(staging_.size());
   held_.assign(staging_.size(), 0);
+  options_.admission.AddPorts(static_cast<uint32_t>(ports_.size()));
 }
 
 absl::Status SwitchHost::AddPort(HostPort port) {
@@ -102,6 +107,7 @@ absl::Status SwitchHost::AddPort(HostPort port) {
   for (Staging& s : staging_) s.frames.resize(options_.max_burst);
   touched_.reserve(staging_.size());
   held_.resize(staging_.size(), 0);
+  options_.admission.AddPorts(static_cast<uint32_t>(ports_.size()));
   return absl::OkStatus();
 }
 
@@ -170,9 +176,21 @@ void SwitchHost::FlushAll() {
 
 void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
   release_count_ = 0;
+  const bool check_ingress = options_.admission.active();
   for (size_t k = 0; k < n; ++k) {
     if (k + kPrefetchDistance < n) pipeline_.PrefetchAggregator(rx_[k + kPrefetchDistance].bytes());
     const FrameRef& frame = rx_[k];
+    if (check_ingress) {
+      const IngressRefusal refusal =
+          options_.admission.Check(in_port, frame.bytes(), options_.pipeline.base_port);
+      if (refusal != IngressRefusal::kAdmitted) [[unlikely]] {
+        PortCounters& c = ports_[in_port].counters;
+        ++(refusal == IngressRefusal::kParameterPort ? c.rx_refused_parameter_port
+                                                     : c.rx_refused_gradient_port);
+        Release(frame);
+        continue;
+      }
+    }
     UnicastRoute route;
     const uint32_t depth = DepthFor(in_port, frame, &route);
     const Decision d = pipeline_.Process(frame.bytes(), now, depth);

@@ -11,7 +11,9 @@
 //                        SwitchHost::Create(std::move(options), {{"w0", dev0}, {"up", dev1}}));
 //   for (;;) { host->Step(now); ... }       // or PollPort(port, now) for one port's frames
 //
-// What happens to a received frame (Process on the pipeline, then):
+// What happens to a received frame: first the ingress check of a restricted
+// job (options.admission: refused frames are released and counted per port
+// and reason), then Process on the pipeline, then:
 //   kAbsorbed, kMalformed     -> released (counted by the pipeline; malformed per port too)
 //   kToPs, kForward (unicast) -> the port of the longest route for its IPv4 destination
 //   kForward to 224.0.0.0/4   -> the multicast table's ports for that destination
@@ -44,6 +46,7 @@
 #include "absl/status/statusor.h"
 #include "atp/time.h"
 #include "atp/transport.h"
+#include "switch_emulator/host/ingress_admission.h"
 #include "switch_emulator/host/routing.h"
 #include "switch_emulator/host/switch_host_stats.h"
 #include "switch_emulator/pipeline/pipeline.h"
@@ -61,6 +64,11 @@ struct SwitchHostOptions {
   switch_emulator::PipelineConfig pipeline;
   RouteTable routes;          // port indices into the HostPort list
   MulticastTable multicast;   // idem; a job's group is PipelineConfig's multicast_group
+  // admission: the ports each restricted job's parameter packets and
+  // gradients may arrive on (port indices, as above); a frame of such a job
+  // on another port is dropped before the pipeline and counted per port and
+  // reason (PortCounters::rx_refused_*). Default: nothing restricted.
+  IngressAdmission admission;
   uint32_t max_burst = 32;    // frames per RxBurst, 1..256
   uint32_t tx_attempts = 4;   // TxBurst tries (a Flush between) before dropping, >= 1
   // orphan_scan_budget: aggregators one orphan scan visits, >= 1.

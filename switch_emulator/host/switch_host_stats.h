@@ -17,12 +17,16 @@ namespace atp::switchd {
 struct PortCounters {
   uint64_t rx_frames = 0;                // frames received (RxBurst)
   uint64_t rx_malformed = 0;             // ... that the pipeline refused as malformed
+  // ... refused at this ingress port (IngressAdmission, docs/security.md):
+  uint64_t rx_refused_parameter_port = 0;  // parameter packets of a job whose PS is not behind it
+  uint64_t rx_refused_gradient_port = 0;   // gradients of a job whose workers are not behind it
   uint64_t tx_frames = 0;                // frames the port took (TxBurst), copies included
   uint64_t tx_copies = 0;                // multicast copies made for this port
   uint64_t tx_dropped_backpressure = 0;  // the port refused them after every retry
   uint64_t tx_dropped_no_buffer = 0;     // no buffer for a multicast copy
 
   uint64_t tx_dropped() const { return tx_dropped_backpressure + tx_dropped_no_buffer; }
+  uint64_t rx_refused() const { return rx_refused_parameter_port + rx_refused_gradient_port; }
 };
 
 // RoutingCounters: frames that went nowhere, and why.

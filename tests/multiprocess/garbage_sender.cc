@@ -72,6 +72,10 @@ ABSL_FLAG(int, job, 1,
 ABSL_FLAG(std::string, src, "10.1.0.1", "IPv4 source of the frames.");
 ABSL_FLAG(std::string, dst, "10.1.200.1", "IPv4 destination of the frames.");
 ABSL_FLAG(int, link_timeout_s, 10, "How long to wait for the link to come up.");
+ABSL_FLAG(bool, forged, false,
+          "Send well-formed forged frames instead (docs/security.md): a parameter packet of "
+          "--job from its PS 10.<job>.200.1 to the group 239.1.0.<job>, and a gradient from "
+          "--src to --dst claiming every rack complete; result keys parameter_packet, gradient.");
 ABSL_FLAG(int, hold_s, 0, "After sending, stay connected this long (or until SIGINT/SIGTERM).");
 
 namespace atp::tests {
@@ -160,8 +164,10 @@ void PrintResult(const std::vector<Garbage>& kinds, const std::vector<int>& sent
                  int sent) {
   std::string by_reason;
   for (size_t k = 0; k < kinds.size(); ++k) {
-    absl::StrAppend(&by_reason, k == 0 ? "" : ", ", "\"",
-                    std::string(wire::DecodeErrorName(kinds[k].reason)), "\": ", sent_by_kind[k]);
+    const std::string name = kinds[k].name.empty()
+                                 ? std::string(wire::DecodeErrorName(kinds[k].reason))
+                                 : kinds[k].name;
+    absl::StrAppend(&by_reason, k == 0 ? "" : ", ", "\"", name, "\": ", sent_by_kind[k]);
   }
   std::printf("{\"sent\": %d, \"by_reason\": {%s}}\n", sent, by_reason.c_str());
   std::fflush(stdout);
@@ -219,6 +225,40 @@ std::vector<Garbage> GarbageFrames(wire::Ipv4Address src, wire::Ipv4Address dst)
   return MakeGarbage(fields);
 }
 
+// ForgedFrames: --forged: well-formed frames no switch port of the job may
+// bring in from where they are sent.
+std::vector<Garbage> ForgedFrames(wire::Ipv4Address src, wire::Ipv4Address dst) {
+  const uint8_t job = static_cast<uint8_t>(absl::GetFlag(FLAGS_job));
+  wire::FrameFields ack;
+  ack.src_ip = wire::Ipv4Address{0x0A00C801u | (uint32_t{job} << 16)};  // 10.<job>.200.1
+  ack.dst_ip = wire::Ipv4Address{0xEF010000u | job};                    // 239.1.0.<job>
+  ack.src_mac = transport::DefaultMacFor(ack.src_ip);
+  ack.dst_mac = transport::DefaultMacFor(ack.dst_ip);
+  ack.header.job = job;
+  ack.header.seq = wire::MakeSeq(0, 7);
+  ack.header.ack = true;
+  ack.header.fan_in0 = 2;
+  ack.header.fan_in1 = 2;
+  wire::FrameFields gradient;
+  gradient.src_ip = src;
+  gradient.dst_ip = dst;
+  gradient.src_mac = transport::DefaultMacFor(src);
+  gradient.dst_mac = transport::DefaultMacFor(dst);
+  gradient.header.job = job;
+  gradient.header.seq = wire::MakeSeq(0, 7);
+  gradient.header.edge = true;  // "both racks are complete"
+  gradient.header.bitmap0 = 3;
+  gradient.header.bitmap1 = 3;
+  gradient.header.fan_in0 = 2;
+  gradient.header.fan_in1 = 2;
+  const auto bytes = [](const wire::FrameFields& f) {
+    const std::array<uint8_t, wire::kFrameBytes> frame = ValidFrame(f);
+    return std::vector<uint8_t>(frame.begin(), frame.end());
+  };
+  return {{bytes(ack), wire::DecodeError::kOk, "parameter_packet"},
+          {bytes(gradient), wire::DecodeError::kOk, "gradient"}};
+}
+
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "sends malformed ATP frames into a switch port (multi-process tests).\n"
@@ -236,7 +276,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "garbage_sender: --src and --dst must be IPv4 addresses, --job 1..255\n");
     return 2;
   }
-  const std::vector<Garbage> kinds = GarbageFrames(*src, *dst);
+  const std::vector<Garbage> kinds =
+      absl::GetFlag(FLAGS_forged) ? ForgedFrames(*src, *dst) : GarbageFrames(*src, *dst);
   if (kind == "udp") return SendUdp(kinds, count);
 
 #if ATP_HAVE_DPDK

@@ -14,10 +14,12 @@
 
 namespace atp::tests {
 
-// Garbage: one malformed frame and the DecodeError a switch must find in it.
+// Garbage: one malformed frame and the DecodeError a switch must find in it
+// (or, with --forged, a well-formed forged frame, kOk, and its `name`).
 struct Garbage {
   std::vector<uint8_t> bytes;
   wire::DecodeError reason;
+  std::string name;  // the result line's key; empty: DecodeErrorName(reason)
 };
 
 // SendAndHold: `count` rounds of every kind through `send` (true when the

@@ -42,6 +42,12 @@
 #                   by the pipeline, per DecodeError reason; all in the port's
 #                   rx_bad_frames), nothing forwarded, no aggregator touched;
 #                   a job afterwards is exact.
+#   forged          while a job runs, well-formed forged frames sent into tor0's
+#                   probe port (docs/security.md): parameter packets claiming
+#                   the PS's source and gradients claiming "both racks
+#                   complete": every one refused at the probe port and counted
+#                   by reason (rx_refused), none reaches a worker or the PS;
+#                   every result exact.
 #
 # Variants (scripts/testbed): memif (DPDK memif, no root), netns (veth pairs,
 # DPDK af_packet, root), udp (kernel UDP sockets on 127.0.0.1 carrying whole
@@ -339,7 +345,11 @@ PY
       prefix="atp$(printf '%s' "$(realpath -m "$dir")" | md5sum | cut -c1-7)"
       port_flags=(--port=af_packet --iface=eth0 --netns="$prefix-probe0")
     fi
-    "$garbage_sender" "${port_flags[@]}" --count=10 --hold_s=60 >"$out/garbage.json" 2>"$out/garbage.err" &
+    # Job 2, which no switch of this 1-job testbed restricts: a restricted
+    # job's frames on the probe port are refused before they are validated
+    # (counted in rx_refused, the forged case), and this case is about the
+    # pipeline's malformed accounting.
+    "$garbage_sender" "${port_flags[@]}" --job=2 --count=10 --hold_s=60 >"$out/garbage.json" 2>"$out/garbage.err" &
     gpid=$!
     until [[ -s "$out/garbage.json" ]]; do
       kill -0 "$gpid" 2>/dev/null || fail "garbage_sender failed: $(cat "$out/garbage.err")"
@@ -411,6 +421,31 @@ if bad:
 EOF
     note "nothing else changed; a job afterwards:"
     run_job 1
+    ;;
+  forged)
+    up --jobs=1
+    [[ "$variant" == udp ]] || fail "the forged case is written for the udp variant"
+    udp_from=$(awk '$1 == "probe0" {print $2}' "$dir/udp-ports")
+    udp_to=$(awk '$1 == "probe0" {print $3}' "$dir/udp-ports")
+    [[ -n "$udp_from" && -n "$udp_to" ]] || fail "no probe0 line in $dir/udp-ports"
+    for ((r = 0; r < workers; r++)); do start_worker 1 "$r" --iterations="$iterations"; done
+    wait_progress 1 0
+    count=50
+    "$garbage_sender" --port=udp --udp_bind="127.0.0.1:$udp_from" --udp_target="127.0.0.1:$udp_to" \
+      --forged --count=$count >"$out/forged.json" 2>"$out/forged.err" || fail "garbage_sender --forged failed"
+    for ((r = 0; r < workers; r++)); do wait_worker 1 "$r"; done
+    note "job 1: $workers workers exact under forged frames"
+    snapshot tor0 "$out/tor0.json"
+    "$testbed" stats --dir="$dir" ps1 >"$out/ps1.json"
+    refused='[p for p in d["ports"] if p["name"] == "probe"][0]["rx_refused"]'
+    [[ $(json "$out/tor0.json" "$refused[\"parameter_port\"]") -eq $count ]] ||
+      fail "tor0's probe port refused $(json "$out/tor0.json" "$refused") (want $count of each)"
+    [[ $(json "$out/tor0.json" "$refused[\"gradient_port\"]") -eq $count ]] ||
+      fail "tor0's probe port refused $(json "$out/tor0.json" "$refused") (want $count of each)"
+    [[ $(json "$out/tor0.json" '[p for p in d["ports"] if p["name"] == "probe"][0]["tx_frames"]') -eq 0 ]] ||
+      fail "tor0 sent frames out of the probe port"
+    note "tor0's probe port refused $count forged parameter packets and $count forged gradients"
+    wait_aggregators_free 5
     ;;
   visibility)
     export ATP_TESTBED_METRICS=1 ATP_TESTBED_PCAP_DIR="$out/pcap"

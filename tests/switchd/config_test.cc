@@ -321,6 +321,69 @@ TEST(SwitchdConfigTest, Jobs) {
             At(9) + "jobs[0].aggregators: a slice needs partition: static");
 }
 
+// Admission: a ToR with two worker ports, its uplink toward the PS and a
+// probe port that no route uses.
+std::string AdmissionConfig(const std::string& job_keys) {
+  return absl::StrCat(
+      "name: tor0\n"                                                    // 1
+      "address: 10.255.0.1\n"                                           // 2
+      "ports:\n"                                                        // 3
+      "  - {name: w0, type: memif, socket: /tmp/w0.sock}\n"             // 4
+      "  - {name: w1, type: memif, socket: /tmp/w1.sock}\n"             // 5
+      "  - {name: up, type: memif, socket: /tmp/up.sock}\n"             // 6
+      "  - {name: probe, type: memif, socket: /tmp/probe.sock}\n"       // 7
+      "routes:\n"                                                       // 8
+      "  - {prefix: 10.1.0.1/32, port: w0}\n"                           // 9
+      "  - {prefix: 10.1.0.2/32, port: w1}\n"                           // 10
+      "  - {prefix: 10.1.200.0/24, port: up}\n"                         // 11
+      "multicast: [{group: 239.1.0.1, ports: [w0, w1]}]\n"              // 12
+      "jobs:\n"                                                         // 13
+      "  - {id: 1, level: 1, group: 239.1.0.1", job_keys, "}\n");       // 14
+}
+
+TEST(SwitchdConfigTest, AdmissionDefaultsComeFromTheRoutesAndTheGroup) {
+  using Ports = std::vector<uint32_t>;
+  absl::StatusOr<SwitchdConfig> c = ParseSwitchdConfig(AdmissionConfig(", ps: [10.1.200.1]"), kPath);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->jobs[0].ingress_check);
+  EXPECT_EQ(c->jobs[0].parameter_ports, Ports({2})) << "the route toward its PS";
+  EXPECT_EQ(c->jobs[0].gradient_ports, Ports({0, 1})) << "its group's ports";
+  // Without ps: every port outside the group (the probe included).
+  c = ParseSwitchdConfig(AdmissionConfig(""), kPath);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->jobs[0].parameter_ports, Ports({2, 3}));
+  EXPECT_EQ(c->jobs[0].gradient_ports, Ports({0, 1}));
+  // Explicit lists win.
+  c = ParseSwitchdConfig(AdmissionConfig(", parameters_from: [up], gradients_from: [w1]"), kPath);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->jobs[0].parameter_ports, Ports({2}));
+  EXPECT_EQ(c->jobs[0].gradient_ports, Ports({1}));
+  c = ParseSwitchdConfig(AdmissionConfig(", ingress_check: false"), kPath);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->jobs[0].ingress_check);
+}
+
+TEST(SwitchdConfigTest, BadAdmissionIsRefusedNamingTheKey) {
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", ps: [10.9.0.1]")),
+            At(14) + "jobs[0].ps[0]: no route leads to 10.9.0.1");
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", ps: [239.1.0.1]")),
+            At(14) + "jobs[0].ps[0]: 239.1.0.1 is not a host address");
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", ps: []")), At(14) + "jobs[0].ps: needs at least one address");
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", ps: [10.1.200.1], parameters_from: [up]")),
+            At(14) + "jobs[0].parameters_from: give either it or jobs[0].ps (whose routes name "
+                     "the ports), not both");
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", parameters_from: [nope]")),
+            At(14) + "jobs[0].parameters_from[0]: no port named 'nope'");
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", gradients_from: []")),
+            At(14) + "jobs[0].gradients_from: needs at least one port");
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", gradients_from: [w0, w0]")),
+            At(14) + "jobs[0].gradients_from[1]: port 'w0' is listed twice");
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", ingress_check: false, gradients_from: [w0]")),
+            At(14) + "jobs[0].gradients_from: not with ingress_check: false");
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", ingress_check: maybe")),
+            At(14) + "jobs[0].ingress_check: expected true or false");
+}
+
 TEST(SwitchdConfigTest, StaticSlices) {
   const std::string head =
       "name: s\naddress: 10.255.0.1\naggregators: 100\npartition: static\n"      // 1..4

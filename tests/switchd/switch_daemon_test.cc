@@ -140,6 +140,8 @@ class SwitchDaemonTest : public ::testing::Test {
       node_links_[n] = MakeLink(nodes_[n], 2);  // gradients below use queues 0 and 1
     }
     for (Link& up : up_links_) up = MakeLink(Node("10.255.0.3"), 2);
+    // tor0's fourth port, "probe": a host on the fabric that no route uses.
+    probe_link_ = MakeLink(Node("10.1.0.66"), 2);
     const wire::Ipv4Address group = Ip("239.1.0.1");
     for (uint32_t t : {kTor0, kTor1}) {
       const uint32_t first = t == kTor0 ? kW0 : kW2;
@@ -149,16 +151,26 @@ class SwitchDaemonTest : public ::testing::Test {
       ASSERT_TRUE(options.routes.Add(Ip("0.0.0.0"), 0, 2).ok());
       ASSERT_TRUE(options.multicast.Add(group, {0, 1}).ok());
       ASSERT_TRUE(options.multicast.Add(Ip("239.1.0.9"), {0}).ok());
-      Create(t, std::move(options),
-             {{"w_a", node_links_[first].switch_side.get()},
-              {"w_b", node_links_[first + 1].switch_side.get()},
-              {"up", up_links_[t].switch_side.get()}});
+      if (restrict_ingress_) {
+        // What atp-switchd derives from `ps: [10.1.200.1]` and the group.
+        const uint32_t up[] = {2}, workers[] = {0, 1};
+        ASSERT_TRUE(options.admission.Restrict(kJob, up, workers).ok());
+      }
+      std::vector<DaemonPort> ports = {{"w_a", node_links_[first].switch_side.get()},
+                                       {"w_b", node_links_[first + 1].switch_side.get()},
+                                       {"up", up_links_[t].switch_side.get()}};
+      if (t == kTor0) ports.push_back({"probe", probe_link_.switch_side.get()});
+      Create(t, std::move(options), std::move(ports));
     }
     SwitchDaemonOptions options = Options(switch_emulator::JobLevels::kLevel2);
     ASSERT_TRUE(options.routes.Add(Ip("10.1.0.0"), 24, 0).ok());
     ASSERT_TRUE(options.routes.Add(Ip("10.1.1.0"), 24, 1).ok());
     ASSERT_TRUE(options.routes.Add(nodes_[kPs].ipv4, 32, 2).ok());
     ASSERT_TRUE(options.multicast.Add(group, {0, 1}).ok());
+    if (restrict_ingress_) {
+      const uint32_t ps[] = {2}, racks[] = {0, 1};
+      ASSERT_TRUE(options.admission.Restrict(kJob, ps, racks).ok());
+    }
     Create(kTorPs, std::move(options),
            {{"r0", up_links_[kTor0].node.get()},
             {"r1", up_links_[kTor1].node.get()},
@@ -187,6 +199,8 @@ class SwitchDaemonTest : public ::testing::Test {
     for (auto& sw : switches_) sw.reset();
     std::vector<Device*> switch_ports;
     for (Link& link : node_links_) switch_ports.push_back(link.switch_side.get());
+    switch_ports.push_back(probe_link_.switch_side.get());
+    switch_ports.push_back(probe_link_.node.get());
     for (Link& link : up_links_) {
       switch_ports.push_back(link.switch_side.get());
       switch_ports.push_back(link.node.get());
@@ -248,6 +262,17 @@ class SwitchDaemonTest : public ::testing::Test {
     for (uint32_t n = 0; n < kNodes; ++n) Received(n);
   }
 
+  // SendFromProbe: `bytes` into tor0's probe port.
+  void SendFromProbe(const Bytes& bytes) {
+    transport::Queue& q = probe_link_.node->queue(0);
+    FrameRef ref;
+    ASSERT_EQ(q.tx_pool().AllocBurst({&ref, 1}), 1u);
+    std::memcpy(ref.data, bytes.data(), kFrameBytes);
+    ref.length = kFrameBytes;
+    ASSERT_EQ(q.TxBurst({&ref, 1}), 1u);
+    q.Flush();
+  }
+
   size_t TotalTx(uint32_t t) {
     size_t tx = 0;
     for (const PortStats& p : sw(t).Stats().ports) tx += p.counters.tx_frames;
@@ -260,6 +285,8 @@ class SwitchDaemonTest : public ::testing::Test {
   std::array<DeviceAddress, kNodes> nodes_;
   std::array<Link, kNodes> node_links_;
   std::array<Link, 2> up_links_;  // switch_side: tor0/tor1 "up"; node: torps r0/r1
+  Link probe_link_;               // switch_side: tor0's "probe" (port 3)
+  bool restrict_ingress_ = false;  // SwitchDaemonAdmissionTest: job 1's ports restricted
   std::array<std::unique_ptr<SwitchDaemon>, kSwitches> switches_;
 };
 
@@ -315,6 +342,132 @@ TEST_F(SwitchDaemonTest, ParameterPacketReachesEveryWorkerOnce) {
     EXPECT_EQ(s.pipeline.acks, 1u) << t;
     EXPECT_EQ(s.ports[0].counters.tx_copies + s.ports[1].counters.tx_copies, 1u)
         << "one copy and the original";
+  }
+}
+
+// --- Ingress admission (docs/security.md) ----------------------------------------
+
+// Without an ingress check a parameter packet forged on a port no route uses
+// is multicast to the job's workers (ATP-SPEC 4 rule 2 checks no ingress):
+// what IngressAdmission exists for.
+TEST_F(SwitchDaemonTest, WithoutIngressCheckAForgedParameterPacketReachesTheWorkers) {
+  SendFromProbe(Encode(nodes_[kPs], Node("239.1.0.1"), Parameter(kJob, 7, 5), Values(666)));
+  Rounds();
+  EXPECT_EQ(Received(kW0).size(), 1u);
+  EXPECT_EQ(Received(kW1).size(), 1u);
+  EXPECT_EQ(sw(kTor0).Stats().ports[3].counters.rx_refused(), 0u);
+}
+
+class SwitchDaemonAdmissionTest : public SwitchDaemonTest {
+ protected:
+  SwitchDaemonAdmissionTest() { restrict_ingress_ = true; }
+
+  // CompleteJob: the four workers' real gradients of fragment (queue 0,
+  // `position`) on aggregator `aggregator`; returns the payload the PS got.
+  Payload CompleteJob(uint32_t position, uint16_t aggregator, Payload* expected) {
+    const int rack_of[4] = {0, 0, 1, 1};
+    *expected = Payload{};
+    for (uint32_t w = 0; w < 4; ++w) {
+      const Payload values = Values(static_cast<int32_t>(10 * (w + 1)));
+      for (size_t i = 0; i < expected->size(); ++i) (*expected)[i] += values[i];
+      Send(w, Encode(nodes_[w], nodes_[kPs],
+                     Gradient(kJob, 0, position, aggregator, rack_of[w], static_cast<int>(w % 2)),
+                     values));
+      Rounds();
+    }
+    const std::vector<Bytes> at_ps = Received(kPs);
+    EXPECT_EQ(at_ps.size(), 1u);
+    FrameFields fields;
+    Payload payload{};
+    if (at_ps.size() == 1) {
+      EXPECT_EQ(wire::DecodeFrame(at_ps[0], kBase, &fields, &payload), DecodeError::kOk);
+      EXPECT_EQ(fields.header.bitmap1, 3u) << "both racks, aggregated in the switches";
+    }
+    return payload;
+  }
+};
+
+TEST_F(SwitchDaemonAdmissionTest, ForgedParameterPacketsAreRefusedAtTheirIngressPort) {
+  // A real contribution holds aggregator 3 for (job 1, seq 0/1): rule 2 would
+  // clear it for a parameter packet of that seq.
+  Send(kW0, Encode(nodes_[kW0], nodes_[kPs], Gradient(kJob, 0, 1, 3, 0, 0), Values(10)));
+  Rounds();
+  ASSERT_EQ(InUse(kTor0), 1u);
+  const Bytes forged = Encode(nodes_[kPs], Node("239.1.0.1"), Parameter(kJob, 1, 3), Values(666));
+  SendFromProbe(forged);  // the port no route uses
+  Send(kW1, forged);      // a worker's port, with the PS's addresses as source
+  EXPECT_EQ(Rounds(), 2u) << "refused at tor0: nothing goes on";
+  for (uint32_t n = 0; n < kNodes; ++n) EXPECT_TRUE(Received(n).empty()) << n;
+  SwitchdStats s = sw(kTor0).Stats();
+  EXPECT_EQ(s.ports[3].counters.rx_refused_parameter_port, 1u);
+  EXPECT_EQ(s.ports[1].counters.rx_refused_parameter_port, 1u);
+  EXPECT_EQ(s.ports[0].counters.rx_refused(), 0u);
+  EXPECT_EQ(s.pipeline.acks, 0u) << "the pipeline never saw them";
+  EXPECT_EQ(InUse(kTor0), 1u) << "the aggregator was not cleared";
+
+  // The job completes exactly, and the PS's real parameter packet passes.
+  Send(kW1, Encode(nodes_[kW1], nodes_[kPs], Gradient(kJob, 0, 1, 3, 0, 1), Values(20)));
+  for (uint32_t w : {kW2, kW3}) {
+    Send(w, Encode(nodes_[w], nodes_[kPs], Gradient(kJob, 0, 1, 3, 1, static_cast<int>(w % 2)),
+                   Values(static_cast<int32_t>(10 * (w + 1)))));
+  }
+  Rounds();
+  const std::vector<Bytes> at_ps = Received(kPs);
+  ASSERT_EQ(at_ps.size(), 1u);
+  FrameFields fields;
+  Payload sum;
+  ASSERT_EQ(wire::DecodeFrame(at_ps[0], kBase, &fields, &sum), DecodeError::kOk);
+  for (size_t i = 0; i < sum.size(); ++i) {
+    EXPECT_EQ(sum[i], static_cast<uint32_t>(100 + 4 * static_cast<int32_t>(i))) << i;
+  }
+  const Bytes ack = Encode(nodes_[kPs], Node("239.1.0.1"), Parameter(kJob, 1, 3), sum);
+  Send(kPs, ack);
+  Rounds();
+  for (uint32_t w = 0; w < 4; ++w) {
+    const std::vector<Bytes> got = Received(w);
+    ASSERT_EQ(got.size(), 1u) << "worker " << w;
+    EXPECT_EQ(got[0], ack);
+  }
+  for (uint32_t t = 0; t < kSwitches; ++t) EXPECT_EQ(InUse(t), 0u) << t;
+}
+
+TEST_F(SwitchDaemonAdmissionTest, ForgedGradientsAreRefusedAtTheirIngressPort) {
+  // From the probe: one claiming to be w1, one claiming a whole rack.
+  SendFromProbe(Encode(nodes_[kW1], nodes_[kPs], Gradient(kJob, 0, 4, 9, 0, 1), Values(666)));
+  AtpHeader whole_rack = Gradient(kJob, 0, 4, 9, 0, 0);
+  whole_rack.edge = true;
+  whole_rack.bitmap0 = 3;
+  SendFromProbe(Encode(nodes_[kW0], nodes_[kPs], whole_rack, Values(666)));
+  // From the PS's port, into torps' level-2 aggregator: "rack 0 is complete".
+  Send(kPs, Encode(nodes_[kW0], nodes_[kPs], whole_rack, Values(666)));
+  Rounds();
+  for (uint32_t n = 0; n < kNodes; ++n) EXPECT_TRUE(Received(n).empty()) << n;
+  EXPECT_EQ(sw(kTor0).Stats().ports[3].counters.rx_refused_gradient_port, 2u);
+  EXPECT_EQ(sw(kTorPs).Stats().ports[2].counters.rx_refused_gradient_port, 1u);
+  for (uint32_t t = 0; t < kSwitches; ++t) {
+    EXPECT_EQ(InUse(t), 0u) << t;
+    EXPECT_EQ(sw(t).Stats().pipeline.packets, 0u) << "switch " << t << ": the pipeline saw none";
+  }
+  Payload expected;
+  EXPECT_EQ(CompleteJob(4, 9, &expected), expected) << "every result exact";
+}
+
+TEST_F(SwitchDaemonAdmissionTest, ControlFramesPassLikeTheirKindAndOtherJobsAreNotJudged) {
+  // A worker's frame with fp, resend and collision (no ack) travels as a
+  // gradient; the PS's with ack as a parameter packet.
+  AtpHeader control = Gradient(kJob, 0, 2, 1, 0, 0);
+  control.fp = control.resend = control.collision = true;
+  Send(kW0, Encode(nodes_[kW0], nodes_[kPs], control, Values(1)));
+  AtpHeader control_ack = Parameter(kJob, 2, 1);
+  control_ack.fp = control_ack.resend = control_ack.collision = true;
+  Send(kPs, Encode(nodes_[kPs], Node("239.1.0.1"), control_ack, Values(2)));
+  // Job 2 is restricted nowhere: its frames pass on any port, the probe's too.
+  SendFromProbe(Encode(nodes_[kW0], nodes_[kPs], Gradient(kOtherJob, 0, 3, 2, 0, 0), Values(4)));
+  Rounds();
+  EXPECT_EQ(Received(kPs).size(), 2u) << "the control frame and job 2's gradient";
+  for (uint32_t w = 0; w < 4; ++w) EXPECT_EQ(Received(w).size(), 1u) << "worker " << w;
+  for (uint32_t t = 0; t < kSwitches; ++t) {
+    for (const PortStats& p : sw(t).Stats().ports) EXPECT_EQ(p.counters.rx_refused(), 0u) << p.name;
   }
 }
 
@@ -584,6 +737,11 @@ TEST(SwitchDaemonCreateTest, RefusesBadOptions) {
   SwitchDaemonOptions bad_base;
   bad_base.pipeline.base_port = 40000;
   EXPECT_FALSE(SwitchDaemon::Create(std::move(bad_base), {{"a", &a}}).ok());
+  SwitchDaemonOptions bad_admission;
+  const uint32_t beyond[] = {1};
+  ASSERT_TRUE(bad_admission.admission.Restrict(1, beyond, {}).ok());
+  EXPECT_FALSE(SwitchDaemon::Create(std::move(bad_admission), {{"a", &a}}).ok())
+      << "port 1 of a one-port switch";
 }
 
 // The daemon's idle thread sleeps on these (SwitchDaemon::Run), so a frame on

@@ -89,6 +89,7 @@ expect "--rto_floor_us" atp-ps "${ps[@]}" --rto_floor_us=500
 expect "--max_sleep_us" atp-ps "${ps[@]}" --max_sleep_us=0
 expect "--address" atp-ps "${ps[@]}" --address=10.1.200.1 --ps_address=10.1.200.2
 expect "--ps_address" atp-ps "${ps[@]}" --ps_address=239.1.0.1
+expect "--source_check" atp-ps "${ps[@]}" --source_check=maybe
 expect "--pcap_max_file_mb" atp-ps "${ps[@]}" --pcap_max_file_mb=8
 
 # --- atp-switchd (flags, then its YAML; --check_config opens no port)
@@ -152,6 +153,19 @@ ports: [{name: a, type: memif, socket: /tmp/atp-x.sock}]
 "
 yaml log_level "dpdk.log_level" "${head}dpdk: {log_level: loud}
 ports: [{name: a, type: memif, socket: /tmp/atp-x.sock}]
+"
+admission="${head}ports:
+  - {name: w0, type: memif, socket: /tmp/atp-w0.sock}
+  - {name: up, type: memif, socket: /tmp/atp-up.sock}
+routes: [{prefix: 0.0.0.0/0, port: up}]
+multicast: [{group: 239.1.0.1, ports: [w0]}]
+jobs:
+"
+yaml admission_ps_not_host "jobs[0].ps[0]: 0.0.0.0 is not a host address" "${admission}  - {id: 1, level: 1, group: 239.1.0.1, ps: [0.0.0.0]}
+"
+yaml admission_both "jobs[0].parameters_from: give either" "${admission}  - {id: 1, level: 1, group: 239.1.0.1, ps: [10.1.200.1], parameters_from: [up]}
+"
+yaml admission_port "jobs[0].gradients_from[0]: no port named 'w9'" "${admission}  - {id: 1, level: 1, group: 239.1.0.1, gradients_from: [w9]}
 "
 
 # --- atp-ping
