@@ -41,6 +41,9 @@ struct LocalJob {
   JobOptions job;
   uint32_t parameter_servers = 1;
   uint32_t ps_threads = 1;
+  // contribution_skipping: the PS accepts SkipReduce's contribution variant
+  // (ParameterServerJobOptions::contribution_skipping).
+  bool contribution_skipping = false;
 };
 
 struct LocalClusterOptions {

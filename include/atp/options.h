@@ -164,6 +164,12 @@ struct ParameterServerJobOptions {
   // workers: kUnicast only: every worker's address, in rack-major order
   // (layout.total_workers() entries).
   std::vector<transport::DeviceAddress> workers;
+  // contribution_skipping: the job's operations may skip contributions
+  // (SkipVariant::kContributions in OpOptions::skip): the PS takes each
+  // fragment's contributor set from the packets' declared fan-ins, trusting
+  // the workers and switches (docs/skipreduce.md). Off: such packets are
+  // dropped as shape mismatches and the operations never complete.
+  bool contribution_skipping = false;
 
   absl::Status Validate(std::string_view field = "ParameterServerJobOptions") const;
 };

@@ -71,6 +71,10 @@ struct ParameterServerStats {
   uint64_t malformed = 0;
   uint64_t unexpected_ack = 0;
   uint64_t control = 0;  // control frames the engine was given (the host normally takes them)
+  // kPull frames (SkipReduce's contribution variant; not in `gradients`):
+  // answered with a completed fragment's parameter packet, or ignored.
+  uint64_t pulls_answered = 0;
+  uint64_t pulls_ignored = 0;
   // Events.
   uint64_t completed = 0;            // fragments completed (integer and float)
   uint64_t fp_completed = 0;         // of those, on the float32 overflow path

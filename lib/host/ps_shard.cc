@@ -4,8 +4,24 @@
 
 #include "atp/status_macros.h"
 #include "lib/host/worker_config.h"
+#include "lib/wire/control_message.h"
 
 namespace atp::runtime {
+namespace {
+
+// IsPull: a well-formed kPull control frame (SkipReduce's contribution
+// variant: a non-contributor asking for a lost parameter packet).
+bool IsPull(const wire::AtpMessage& message) {
+  if (!wire::IsControl(message.header) ||
+      wire::ValidateHeader(message.header) != wire::DecodeError::kOk) {
+    return false;
+  }
+  wire::ControlMessage control;
+  return wire::DecodeControl(message, &control) == wire::ControlError::kOk &&
+         control.type == wire::ControlType::kPull;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<PsShard>> PsShard::Create(const ParameterServerOptions& options,
                                                          uint32_t shard,
@@ -44,7 +60,11 @@ PsShard::PsShard(ps::PsEngine engine, bool scans_orphans, PsDestinations destina
 
 void PsShard::OnMessage(const wire::AtpMessage& message, TimePoint now, FrameSink& sink) {
   encoder_.out = &sink;
-  engine_.OnGradient(message, now, encoder_);
+  if (IsPull(message)) {
+    engine_.OnPull(message, encoder_);  // SkipReduce's contribution variant
+  } else {
+    engine_.OnGradient(message, now, encoder_);
+  }
   encoder_.out = nullptr;
 }
 
@@ -77,6 +97,8 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.malformed += c.malformed;
   stats.unexpected_ack += c.unexpected_ack;
   stats.control += c.control;
+  stats.pulls_answered += c.pulls_answered;
+  stats.pulls_ignored += c.pulls_ignored;
   stats.completed += c.completed;
   stats.fp_completed += c.fp_completed;
   stats.switch_completed += c.switch_completed;

@@ -36,6 +36,8 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.malformed += s.malformed;
   total.unexpected_ack += s.unexpected_ack;
   total.control += s.control;
+  total.pulls_answered += s.pulls_answered;
+  total.pulls_ignored += s.pulls_ignored;
   total.completed += s.completed;
   total.fp_completed += s.fp_completed;
   total.switch_completed += s.switch_completed;

@@ -16,6 +16,7 @@ from typing import List, Optional
 
 SKIP_MODES = ("none", "static", "random", "selective")
 SKIP_DIVISORS = ("skip", "drop")
+SKIP_ATP_VARIANTS = ("fragments", "contributions")
 
 
 @dataclasses.dataclass
@@ -38,6 +39,11 @@ class SkipReduceOptions:
     divisor: "skip" (SkipReduce: a skipped contribution counts as zero, the
     average divides by N) or "drop" (DropReduce: divide by N - k).
     seed: random mode's seed (every rank must pass the same).
+    atp_variant: on the ATP path only (the ring always skips contributions):
+    "fragments" (whole fragments left out, both directions lighter) or
+    "contributions" (each rank leaves its contribution out of rate of the
+    fragments; only the upstream is lighter, and the job's parameter servers
+    must run with contribution_skipping, e.g. atp-ps --contribution_skipping).
     """
     mode: str = "none"
     rate: float = 0.0
@@ -46,6 +52,7 @@ class SkipReduceOptions:
     warmup_steps: int = 0
     divisor: str = "skip"
     seed: int = 0
+    atp_variant: str = "fragments"
 
     def enabled(self) -> bool:
         return self.mode != "none"
@@ -86,6 +93,11 @@ class SkipReduceOptions:
             bad("divisor", "%r is not one of %s" % (self.divisor, ", ".join(SKIP_DIVISORS)))
         if not is_int(self.seed) or not 0 <= self.seed < 2 ** 64:
             bad("seed", "%r is not an integer in 0..2^64-1" % (self.seed,))
+        if self.atp_variant not in SKIP_ATP_VARIANTS:
+            bad("atp_variant", "%r is not one of %s"
+                % (self.atp_variant, ", ".join(SKIP_ATP_VARIANTS)))
+        if self.mode == "none" and self.atp_variant != "fragments":
+            bad("atp_variant", "%r with mode 'none' (nothing is skipped)" % (self.atp_variant,))
 
     def policy(self):
         """The atp.SkipPolicy (C++ atp::SkipPolicy) of these options, with
@@ -102,6 +114,8 @@ class SkipReduceOptions:
         p.seed = int(self.seed)
         p.warmup_iterations = int(self.warmup_steps)
         p.protected_tensors = [int(b) for b in self.protected_buckets]
+        p.variant = (core.SkipVariant.CONTRIBUTIONS if self.atp_variant == "contributions"
+                     else core.SkipVariant.WHOLE_FRAGMENTS)
         p.validate()
         return p
 

@@ -37,6 +37,8 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   d["malformed"] = s.malformed;
   d["unexpected_ack"] = s.unexpected_ack;
   d["control"] = s.control;
+  d["pulls_answered"] = s.pulls_answered;
+  d["pulls_ignored"] = s.pulls_ignored;
   d["completed"] = s.completed;
   d["fp_completed"] = s.fp_completed;
   d["switch_completed"] = s.switch_completed;
