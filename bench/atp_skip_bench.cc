@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "atp/parameter_server.h"
 #include "atp/quantize.h"
 #include "atp/skip_reduce.h"
 #include "atp/worker.h"
@@ -76,8 +77,22 @@ double Round(testbed::LocalCluster& cluster, const std::vector<std::vector<float
     if (!h.ok()) throw std::runtime_error(std::string(h.status().message()));
     handles.push_back(*h);
   }
-  const absl::Status waited = WaitAll(handles, absl::Now() + absl::Seconds(60));
-  if (!waited.ok()) throw std::runtime_error(std::string(waited.message()));
+  const absl::Status waited = WaitAll(handles, absl::Now() + absl::Seconds(30));
+  if (!waited.ok()) {
+    // What the PS and the workers did, to tell a stall from a slow run.
+    const ParameterServerStats p = cluster.parameter_server(0, 0).stats();
+    std::string why = std::string(waited.message()) + "; PS completed " +
+                      std::to_string(p.completed) + ", pulls answered " +
+                      std::to_string(p.pulls_answered) + ", ignored " +
+                      std::to_string(p.pulls_ignored) + ", shape mismatches " +
+                      std::to_string(p.shape_mismatch);
+    for (size_t w = 0; w < inputs.size(); ++w) {
+      const WorkerStats s = cluster.worker(0, w).stats();
+      why += "; worker " + std::to_string(w) + ": pulls " + std::to_string(s.pulls_sent) +
+             ", timeouts " + std::to_string(s.timeouts);
+    }
+    throw std::runtime_error(why);
+  }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
