@@ -139,6 +139,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
       ParameterServerJobOptions served;
       served.job_id = job.job_id;
       served.layout = job.layout;
+      served.contribution_skipping = spec.contribution_skipping;
       if (loopback) {
         served.delivery = ParameterDelivery::kMulticast;
         served.multicast_group = GroupAddress(job.job_id);

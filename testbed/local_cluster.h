@@ -51,6 +51,9 @@ struct LocalJob {
   // adjust_worker: if set, changes the options of the worker of rank `rank`
   // before it is created (tests of mismatched configurations).
   std::function<void(size_t rank, WorkerOptions& options)> adjust_worker;
+  // contribution_skipping: the PS accepts SkipReduce's contribution variant
+  // (ParameterServerJobOptions::contribution_skipping).
+  bool contribution_skipping = false;
 };
 
 struct LocalClusterOptions {

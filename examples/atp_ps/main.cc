@@ -38,6 +38,10 @@ ABSL_FLAG(std::string, delivery, "multicast",
 ABSL_FLAG(std::string, stats_json, "",
           "Write the counters as one JSON object to this file at exit and on SIGUSR1 "
           "(atomically: PATH.tmp, then rename). Empty: none.");
+ABSL_FLAG(bool, contribution_skipping, false,
+          "Accept SkipReduce's contribution variant (OpOptions::skip.variant = "
+          "kContributions): take each fragment's contributor set from the packets' declared "
+          "fan-ins, trusting the workers and switches (docs/skipreduce.md).");
 ABSL_FLAG(int, orphan_timeout_ms, 2000,
           "Partial aggregates of a fragment no frame has touched for this long are freed "
           "(dead workers, abandoned jobs); > 0. Keep it above the workers' maximum "
@@ -202,6 +206,7 @@ int Main(int argc, char** argv) {
   served.job_id = spec->job.job_id;
   served.layout = spec->job.layout;
   served.delivery = place.delivery;
+  served.contribution_skipping = absl::GetFlag(FLAGS_contribution_skipping);
   if (place.delivery == ParameterDelivery::kMulticast) {
     served.multicast_group = spec->group;
   } else {

@@ -198,6 +198,12 @@ struct ParameterServerJobOptions {
   // source unchanged. Empty: `workers` if any are named (kUnicast always
   // names them), else no check at all (a kMulticast job: name them here).
   std::vector<transport::DeviceAddress> gradient_sources;
+  // contribution_skipping: the job's operations may skip contributions
+  // (SkipVariant::kContributions in OpOptions::skip): the PS takes each
+  // fragment's contributor set from the packets' declared fan-ins, trusting
+  // the workers and switches (docs/skipreduce.md). Off: such packets are
+  // dropped as shape mismatches and the operations never complete.
+  bool contribution_skipping = false;
 
   absl::Status Validate(std::string_view field = "ParameterServerJobOptions") const;
 };

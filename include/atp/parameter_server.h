@@ -76,13 +76,16 @@ struct ParameterServerStats {
   // Control frames (docs/protocol.md "Control frames"), taken by the host.
   uint64_t control_received = 0;   // understood and acted on
   uint64_t control_rejected = 0;   // did not decode (magic, version, type, direction)
-  uint64_t control_unhandled = 0;  // types this PS does not act on yet
   uint64_t status_sent = 0;        // status messages sent (all kinds), per message
   uint64_t join_requests = 0;      // of those, asking a queue's workers to join (gradients
                                    // outside the window: a restart or a new run)
   uint64_t rebuilds = 0;           // queues rebuilt from the workers' joins (restart, new run)
   uint64_t mismatches = 0;         // joins or operations that disagreed with the job's
   uint64_t operations_confirmed = 0;  // pieces of operations every worker declared alike
+  // kPull frames (SkipReduce's contribution variant; not in `gradients`):
+  // answered with a completed fragment's parameter packet, or ignored.
+  uint64_t pulls_answered = 0;
+  uint64_t pulls_ignored = 0;
   // Events.
   uint64_t completed = 0;            // fragments completed (integer and float)
   uint64_t fp_completed = 0;         // of those, on the float32 overflow path

@@ -56,6 +56,21 @@ enum class SkipDivisor : uint8_t {
   kContributors,  // DropReduce: a skipped contribution is removed; divide by N - k
 };
 
+// SkipVariant: what ATP's PushPull leaves out (docs/skipreduce.md, "Which
+// variants ATP can speed up"). The ring always skips contributions; it
+// ignores this field.
+enum class SkipVariant : uint8_t {
+  // kWholeFragments: every worker leaves out the same k/N of the fragments
+  // (SliceDropped): nothing sent either way, those fragments zero.
+  kWholeFragments,
+  // kContributions: every fragment is aggregated, but each worker leaves its
+  // contribution out of k/N of them (ContributionIncluded, as the ring):
+  // fewer gradients upstream, every parameter packet still comes down. The
+  // PS must accept declared fan-ins for the job
+  // (ParameterServerJobOptions::contribution_skipping).
+  kContributions,
+};
+
 // SkipOptions: the skipping of one collective (one tensor, one iteration).
 // Every rank of the collective must pass the same values.
 struct SkipOptions {
@@ -74,8 +89,10 @@ struct SkipOptions {
   uint64_t seed = 0;
   uint64_t iteration = 0;
   uint64_t tensor = 0;
+  // variant: ATP only: whole fragments or single contributions (see SkipVariant).
+  SkipVariant variant = SkipVariant::kWholeFragments;
 
-  // Validate: steps within 0..ranks-1, none with kNone, ranks >= 1.
+  // Validate: steps within 0..ranks-1, none with kNone, ranks >= 1, a known variant.
   // `field` prefixes the message.
   absl::Status Validate(int ranks, std::string_view field = "SkipOptions") const;
 };
@@ -106,6 +123,7 @@ class SkipPlan {
   int skipped_reduce_scatter_steps() const { return k_; }
   int skipped_all_gather_steps() const { return g_; }
   SkipDivisor divisor() const { return divisor_; }
+  SkipVariant variant() const { return variant_; }
 
   // --- the ring schedule -------------------------------------------------
   bool ReduceScatterStepRuns(int step) const { return step >= k_; }
@@ -156,6 +174,7 @@ class SkipPlan {
   int k_ = 0;
   int g_ = 0;
   SkipDivisor divisor_ = SkipDivisor::kAllRanks;
+  SkipVariant variant_ = SkipVariant::kWholeFragments;
 };
 
 // RandomShift: random mode's shift, uniform on 0..ranks-1, from
@@ -183,6 +202,8 @@ struct SkipPolicy {
   std::vector<uint64_t> protected_tensors;
   // tensor_rates: (tensor, rate) pairs that replace `rate` for one tensor.
   std::vector<std::pair<uint64_t, double>> tensor_rates;
+  // variant: ATP only (SkipOptions::variant), copied into every tensor's options.
+  SkipVariant variant = SkipVariant::kWholeFragments;
 
   absl::Status Validate(std::string_view field = "SkipPolicy") const;
   // ForTensor: the options of the collective on `tensor` in `iteration` over

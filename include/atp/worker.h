@@ -90,7 +90,8 @@ enum class Reduction : uint8_t {
 // fragment streams out of step and is not detected).
 struct OpOptions {
   Reduction reduction = Reduction::kSum;
-  // skip: SkipReduce on in-network aggregation (docs/skipreduce.md): whole
+  // skip: SkipReduce on in-network aggregation (docs/skipreduce.md), in one
+  // of two variants (skip.variant). kWholeFragments (the default): whole
   // fragments left out. The operation's F fragments are cut into N slices
   // (SliceRange(F, N, j), N = the job's workers) and the k =
   // skip.reduce_scatter_steps slices SkipPlan::SliceDropped names are left
@@ -102,7 +103,14 @@ struct OpOptions {
   // worker; SkipPolicy::ForTensor builds them, selective SkipReduce
   // included). With Reduction::kAverage the result is divided by
   // SkipPlan::AverageDivisor(): N, or N - k with SkipDivisor::kContributors
-  // (DropReduce). skip.all_gather_steps must be 0 (ATP has no all-gather
+  // (DropReduce). kContributions: every fragment is aggregated, but only
+  // N - k workers contribute to each (SkipPlan::ContributionIncluded, the
+  // ring's rule: slice j lacks workers j - shift .. j - shift + k - 1); the
+  // others send nothing for it and still receive its result. Upstream
+  // traffic falls by k/N, downstream does not. The job's parameter servers
+  // must accept it (ParameterServerJobOptions::contribution_skipping): a PS
+  // that does not drops the packets (shape mismatches) and the operation
+  // never completes. skip.all_gather_steps must be 0 (ATP has no all-gather
   // steps). Invalid options: InvalidArgumentError naming "OpOptions.skip.<field>".
   SkipOptions skip;
 };
@@ -116,6 +124,11 @@ struct WorkerQueueStatistics {
   uint64_t frames_sent = 0;         // frames the transport took (first sends + resends)
   uint64_t fragments_sent = 0;      // first transmissions
   uint64_t fragments_skipped = 0;   // left out by OpOptions::skip: never sent
+  // OpOptions::skip with SkipVariant::kContributions: fragments this worker
+  // did not contribute to (nothing sent; it waited for their results), and
+  // the kPull frames it sent for lost results of those instead of resends.
+  uint64_t fragments_not_contributed = 0;
+  uint64_t pulls_sent = 0;
   uint64_t retransmissions = 0;     // resends: loss, timeout and overflow (fp) resends
   uint64_t timeouts = 0;            // retransmission timeouts
   uint64_t loss_events = 0;         // fragments declared lost by reordering
@@ -151,6 +164,8 @@ struct WorkerStats {
   uint64_t frames_sent = 0;
   uint64_t fragments_sent = 0;
   uint64_t fragments_skipped = 0;
+  uint64_t fragments_not_contributed = 0;
+  uint64_t pulls_sent = 0;
   uint64_t retransmissions = 0;
   uint64_t timeouts = 0;
   uint64_t loss_events = 0;

@@ -39,6 +39,10 @@ absl::Status SkipOptions::Validate(int ranks, std::string_view field) const {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(field), ".mode: kNone with steps to skip (set kStatic or kRandom)"));
   }
+  if (variant != SkipVariant::kWholeFragments && variant != SkipVariant::kContributions) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), ".variant: ",
+                                                   static_cast<int>(variant), " is not a SkipVariant"));
+  }
   return absl::OkStatus();
 }
 
@@ -79,6 +83,7 @@ absl::StatusOr<SkipPlan> SkipPlan::Create(const SkipOptions& options, int ranks)
   plan.k_ = options.reduce_scatter_steps;
   plan.g_ = options.all_gather_steps;
   plan.divisor_ = options.divisor;
+  plan.variant_ = options.variant;
   plan.shift_ = options.mode == SkipMode::kRandom
                     ? RandomShift(options.seed, options.iteration, options.tensor, ranks)
                     : 0;
@@ -120,6 +125,10 @@ absl::Status SkipPolicy::Validate(std::string_view field) const {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(field), ".mode: kNone with rates set (set kStatic or kRandom)"));
   }
+  if (variant != SkipVariant::kWholeFragments && variant != SkipVariant::kContributions) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), ".variant: ",
+                                                   static_cast<int>(variant), " is not a SkipVariant"));
+  }
   return absl::OkStatus();
 }
 
@@ -127,6 +136,7 @@ SkipOptions SkipPolicy::ForTensor(uint64_t tensor, uint64_t iteration, int ranks
   SkipOptions none;
   none.iteration = iteration;
   none.tensor = tensor;
+  none.variant = variant;
   if (mode == SkipMode::kNone || iteration < warmup_iterations || ranks <= 1) return none;
   if (std::find(protected_tensors.begin(), protected_tensors.end(), tensor) !=
       protected_tensors.end()) {

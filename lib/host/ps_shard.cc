@@ -91,7 +91,7 @@ void PsShard::OnControl(const wire::AtpMessage& message, TimePoint /*now*/, Fram
   }
   switch (control.type) {
     case wire::ControlType::kPull:
-      ++control_unhandled_;  // SkipReduce's contribution variant
+      engine_.OnPull(message, encoder_);  // SkipReduce's contribution variant
       return;
     case wire::ControlType::kJoin:
       OnJoin(message, control);
@@ -353,6 +353,8 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.malformed += c.malformed;
   stats.unexpected_ack += c.unexpected_ack;
   stats.control += c.control;
+  stats.pulls_answered += c.pulls_answered;
+  stats.pulls_ignored += c.pulls_ignored;
   stats.completed += c.completed;
   stats.fp_completed += c.fp_completed;
   stats.switch_completed += c.switch_completed;
@@ -361,7 +363,6 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.orphans_released += c.orphans_released;
   stats.control_received += control_received_;
   stats.control_rejected += control_rejected_;
-  stats.control_unhandled += control_unhandled_;
   stats.status_sent += status_sent_;
   stats.join_requests += join_requests_sent_;
   stats.rebuilds += rebuilds_;

@@ -197,7 +197,6 @@ class PsShard {
   uint64_t ops_confirmed_ = 0;
   uint64_t control_received_ = 0;   // control frames understood
   uint64_t control_rejected_ = 0;   // control frames that did not decode or belong to the PS
-  uint64_t control_unhandled_ = 0;  // types this PS does not act on yet
   uint64_t status_sent_ = 0;        // kStatus messages sent (before replication)
   uint64_t source_refused_ = 0;
 };

@@ -35,6 +35,7 @@ ps::PsConfig ToPsConfig(const ParameterServerOptions& options, uint32_t shard) {
   ps::PsConfig config;
   for (const ParameterServerJobOptions& job : options.jobs) {
     config.jobs.push_back(ToJobShape(job.job_id, job.layout));
+    if (job.contribution_skipping) config.contribution_skipping_jobs.push_back(job.job_id);
   }
   config.slots = options.slots;
   config.shard_count = options.server_count * options.io_threads;

@@ -634,6 +634,8 @@ void WorkerIoLoop::Publish() {
   s.frames_sent = frames_sent_;
   s.fragments_sent = e.fragments_sent;
   s.fragments_skipped = e.fragments_skipped;
+  s.fragments_not_contributed = e.fragments_not_contributed;
+  s.pulls_sent = e.pulls_sent;
   s.retransmissions = e.resends_loss + e.resends_timeout + e.resends_overflow;
   s.timeouts = e.timeouts;
   s.loss_events = e.loss_events;

@@ -26,6 +26,12 @@ struct Contributors {
   int rack = 0;          // kRackWorkers only
   uint32_t workers = 0;  // kRackWorkers only: bit i = worker i of `rack`
   uint32_t racks = 0;    // kWholeRacks only: bit r = rack r
+  // Declared fan-ins only (JobLayout::declared_fan_ins()): what covers the
+  // rack (kRackWorkers: LowBits(fanIn0)) and the seq (LowBits(fanIn1)). The
+  // racks are then numbered among the contributing racks, the workers among
+  // their rack's contributors.
+  uint32_t rack_target = 0;
+  uint32_t racks_target = 0;
 };
 
 enum class ParseOutcome : uint8_t {
@@ -38,9 +44,13 @@ enum class ParseOutcome : uint8_t {
 class JobLayout {
  public:
   // JobLayout: `shape` must be valid (JobShape::Validate() ok).
-  explicit JobLayout(const protocol::JobShape& shape);
+  // `declared_fan_ins`: the job skips contributions (SkipVariant::kContributions,
+  // PsConfig::contribution_skipping_jobs): packets may declare any fan-ins up
+  // to the shape's, and Parse fills Contributors' targets from them.
+  explicit JobLayout(const protocol::JobShape& shape, bool declared_fan_ins = false);
 
   uint8_t job() const { return job_; }
+  bool declared_fan_ins() const { return declared_fan_ins_; }
   int racks() const { return racks_; }
   int total_workers() const { return total_workers_; }
   int max_rack_workers() const { return max_rack_workers_; }
@@ -54,15 +64,29 @@ class JobLayout {
     return rack_offset_[static_cast<size_t>(rack)] + worker;
   }
 
+  // FloatRow: the float-path row of worker `worker` of rack `rack` (as Parse
+  // numbers them): rack-major in worker order; with declared fan-ins a grid of
+  // max_rack_workers() per (contributing) rack.
+  int float_row(int rack, int worker) const {
+    return declared_fan_ins_ ? rack * max_rack_workers_ + worker : worker_index(rack, worker);
+  }
+  // float_rows: the rows a float-path buffer needs.
+  int float_rows() const { return declared_fan_ins_ ? racks_ * max_rack_workers_ : total_workers_; }
+
   // Parse: who a gradient header of this job contributes. Level 1 (edge 0): the
   // workers bitmap0 of the one rack named by bitmap1; level 2 (edge 1): the
   // complete racks of bitmap1. The header's fanIn1 must equal racks() and, at
   // level 1, fanIn0 the rack's worker count. An fp packet must be level 1 with
   // one worker (switches never aggregate fp). Does not look at job or ack.
+  // With declared fan-ins: fanIn1 in 1..racks() with bitmap1 below it and, at
+  // level 1, fanIn0 in 1..max_rack_workers() with bitmap0 below it.
   ParseOutcome Parse(const wire::AtpHeader& header, Contributors* out) const;
 
  private:
+  ParseOutcome ParseDeclared(const wire::AtpHeader& header, Contributors* out) const;
+
   uint8_t job_ = 0;
+  bool declared_fan_ins_ = false;
   int racks_ = 0;
   int total_workers_ = 0;
   int max_rack_workers_ = 0;

@@ -33,6 +33,17 @@ absl::Status PsConfig::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("PsConfig.shard_index: needs 0..", shard_count - 1, ", got ", shard_index));
   }
+  if (contribution_history < 1 || contribution_history > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PsConfig.contribution_history: needs 1..64, got ", contribution_history));
+  }
+  for (size_t i = 0; i < contribution_skipping_jobs.size(); ++i) {
+    if (!seen[contribution_skipping_jobs[i]]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PsConfig.contribution_skipping_jobs[", i, "]: job ",
+                       contribution_skipping_jobs[i], " is not in PsConfig.jobs"));
+    }
+  }
   if (orphan_timeout <= TimeDelta::Zero()) {
     return absl::InvalidArgumentError(absl::StrCat("PsConfig.orphan_timeout: needs > 0, got ",
                                                    orphan_timeout.ToNanoseconds(), " ns"));

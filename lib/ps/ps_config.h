@@ -62,6 +62,22 @@ struct PsConfig {
   // and how often it repeats that per job and queue. Positive;
   // TimeDelta::Infinite() never reports.
   TimeDelta waiting_report_interval = TimeDelta::FromSeconds(1);
+  // contribution_skipping_jobs: ids (of `jobs`) whose gradient packets may
+  // declare fewer contributors than the shape (SkipReduce's contribution
+  // variant, SkipVariant::kContributions): the PS then takes a seq's
+  // contributor set from its packets' fan-ins and completes when that set is
+  // covered (JobLayout, "declared fan-ins"). The PS cannot compute the set
+  // itself (it does not know which operation a position belongs to), so it
+  // trusts the senders: a worker or switch that declares too few contributors
+  // ends the seq early with a partial sum. Packets of one seq must agree.
+  std::vector<uint8_t> contribution_skipping_jobs;
+  // contribution_history: for those jobs, the completed parameter packets
+  // kept per slot (the last one and older generations) to answer pulls. A
+  // non-contributor may fall behind the job (the others do not wait for it),
+  // and a pull is answered only while its position is among the slot's last
+  // contribution_history generations; 1..64. Memory: this many 308-byte
+  // packets per served queue and slot of each such job.
+  uint32_t contribution_history = 4;
 
   // Validate: at least one job, every JobShape valid, job ids distinct, slots
   // a power of two in range, shard_count 1..16 and shard_index below it,

@@ -50,6 +50,12 @@ struct PsCounters {
   uint64_t overflow_requests = 0;    // overflow requests sent (first and repeated)
   uint64_t orphans_released = 0;     // live generations (integer or float) released after
                                      // PsConfig::orphan_timeout without a message
+  // kPull control frames (OnPull; not counted in `gradients`): answered with
+  // a completed seq's stored parameter packet, or ignored (the seq is still
+  // live, so its completion will reach the worker; or the pull named an
+  // unknown job, another shard's queue, or a position never completed).
+  uint64_t pulls_answered = 0;
+  uint64_t pulls_ignored = 0;
 
   // Outcomes: the sum of the outcome counters; equals `gradients`.
   uint64_t Outcomes() const {

@@ -34,7 +34,7 @@ absl::StatusOr<PsEngine> PsEngine::Create(PsConfig config) {
   ATP_RETURN_IF_ERROR(config.Validate());
   int max_workers = 0;
   for (const protocol::JobShape& shape : config.jobs) {
-    max_workers = std::max(max_workers, shape.total_workers());
+    max_workers = std::max(max_workers, JobLayout(shape, true).float_rows());
   }
   return PsEngine(config, static_cast<size_t>(max_workers) * wire::kValuesPerFragment);
 }
@@ -53,10 +53,14 @@ PsEngine::PsEngine(const PsConfig& config, size_t fp_floats_per_buffer)
   jobs_.reserve(config.jobs.size());
   for (const protocol::JobShape& shape : config.jobs) {
     job_index_[shape.job] = static_cast<int16_t>(jobs_.size());
-    JobLayout layout(shape);
+    const bool declared = std::find(config.contribution_skipping_jobs.begin(),
+                                    config.contribution_skipping_jobs.end(),
+                                    shape.job) != config.contribution_skipping_jobs.end();
+    JobLayout layout(shape, declared);
     JobState& job = jobs_.emplace_back(JobState{layout, 0, ParameterTemplate(layout), {}, {}});
     job.slots.resize(slot_count);
     job.completed.resize(slot_count);
+    if (declared) job.history.resize(slot_count * config.contribution_history);
     for (size_t i = 0; i < slot_count; ++i) {
       job.slots[i].completed_position =
           InitialCompletedPosition(static_cast<uint32_t>(i) & slot_mask_, slots_);
@@ -153,6 +157,42 @@ void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint now,
     live_since_[flat] = now;
   }
   if (!live && was_live) --live_slots_;
+}
+
+void PsEngine::OnPull(const wire::AtpMessage& pull, protocol::MessageSink& sink) {
+  const wire::AtpHeader& header = pull.header;
+  const int16_t job_index = job_index_[header.job];
+  const uint32_t queue = header.queue();
+  if (job_index < 0 || queue % config_.shard_count != config_.shard_index) {
+    ++counters_.pulls_ignored;
+    return;
+  }
+  JobState& job = jobs_[static_cast<size_t>(job_index)];
+  const uint32_t position = header.position();
+  const size_t index =
+      static_cast<size_t>(queue / config_.shard_count) * slots_ + (position & slot_mask_);
+  const SlotState& slot = job.slots[index];
+  if (!slot.has_completed_packet) {
+    ++counters_.pulls_ignored;
+    return;
+  }
+  if (ClassifyPosition(position, slot.completed_position, slots_) == Generation::kCompleted) {
+    ++counters_.pulls_answered;
+    sink.Send(job.completed[index]);
+    return;
+  }
+  // An older generation of the slot: the worker fell behind the job.
+  if (!job.history.empty()) {
+    const uint32_t history = config_.contribution_history;
+    const uint32_t generation = position / slots_;
+    const wire::AtpMessage& old = job.history[index * history + generation % history];
+    if (old.header.ack && old.header.position() == position && old.header.queue() == queue) {
+      ++counters_.pulls_answered;
+      sink.Send(old);
+      return;
+    }
+  }
+  ++counters_.pulls_ignored;
 }
 
 size_t PsEngine::ScanOrphans(TimePoint now, size_t budget) {
@@ -309,11 +349,10 @@ void PsEngine::OnIntegerOrIdle(JobState& job, size_t index, const wire::AtpMessa
     ++counters_.contributions;
     NoteContribution(slot, header);
     StartFloatPath(slot);
-    slot.coverage.TryAdd(job.layout, who);  // true: the coverage was just cleared
+    slot.coverage.TryAdd(job.layout, who);  // kAdded: the coverage was just cleared
     AddFloatRow(job.layout, slot, message, who);
     if (slot.coverage.IsComplete(job.layout)) {
-      SumFloatRowsInOrder(slot.fp_rows.get(), job.layout.total_workers(),
-                          job.completed[index].payload);
+      SumFloatRowsOf(job.layout, slot, job.completed[index].payload);
       Complete(job, index, header.seq, sink);
     } else {
       SendOverflowRequest(job, slot, header.seq, sink);
@@ -321,9 +360,15 @@ void PsEngine::OnIntegerOrIdle(JobState& job, size_t index, const wire::AtpMessa
     return;
   }
 
-  if (!slot.coverage.TryAdd(job.layout, who)) {
-    ++counters_.duplicates;
-    return;
+  switch (slot.coverage.TryAdd(job.layout, who)) {
+    case AddOutcome::kAdded:
+      break;
+    case AddOutcome::kOverlap:
+      ++counters_.duplicates;
+      return;
+    case AddOutcome::kMismatch:
+      ++counters_.shape_mismatch;
+      return;
   }
   ++counters_.contributions;
   // Whole from the switches: the first contribution, already summed over
@@ -366,15 +411,21 @@ void PsEngine::OnFloatPath(JobState& job, size_t index, const wire::AtpMessage& 
     if (!slot.coverage.CoversAll(who)) SendOverflowRequest(job, slot, header.seq, sink);
     return;
   }
-  if (!slot.coverage.TryAdd(job.layout, who)) {
-    ++counters_.duplicates;
-    return;
+  switch (slot.coverage.TryAdd(job.layout, who)) {
+    case AddOutcome::kAdded:
+      break;
+    case AddOutcome::kOverlap:
+      ++counters_.duplicates;
+      return;
+    case AddOutcome::kMismatch:
+      ++counters_.shape_mismatch;
+      return;
   }
   ++counters_.contributions;
   NoteContribution(slot, header);
   AddFloatRow(job.layout, slot, message, who);
   if (!slot.coverage.IsComplete(job.layout)) return;
-  SumFloatRowsInOrder(slot.fp_rows.get(), job.layout.total_workers(), job.completed[index].payload);
+  SumFloatRowsOf(job.layout, slot, job.completed[index].payload);
   Complete(job, index, header.seq, sink);
 }
 
@@ -395,8 +446,29 @@ void PsEngine::AddFloatRow(const JobLayout& layout, SlotState& slot,
                            const wire::AtpMessage& message, const Contributors& who) {
   // Parse guarantees an fp packet names one worker of one rack.
   int worker = std::countr_zero(who.workers);
-  auto row = static_cast<size_t>(layout.worker_index(who.rack, worker)) * wire::kValuesPerFragment;
+  auto row = static_cast<size_t>(layout.float_row(who.rack, worker)) * wire::kValuesPerFragment;
   StoreFloatRow(message.payload, slot.fp_rows.get() + row);
+}
+
+void PsEngine::SumFloatRowsOf(const JobLayout& layout, const SlotState& slot,
+                              wire::Payload& out) {
+  if (!layout.declared_fan_ins()) {
+    SumFloatRowsInOrder(slot.fp_rows.get(), layout.total_workers(), out);
+    return;
+  }
+  // Declared fan-ins: only the declared contributors' rows hold values, in
+  // (contributing rack, contributor) order. fp packets are level 1, so every
+  // complete rack's worker count is known.
+  std::array<uint16_t, wire::kMaxFanIn * wire::kMaxFanIn> order;
+  size_t rows = 0;
+  for (uint32_t racks = slot.coverage.complete_racks(); racks != 0; racks &= racks - 1) {
+    const int rack = std::countr_zero(racks);
+    for (uint32_t workers = slot.coverage.declared_workers(rack); workers != 0;
+         workers &= workers - 1) {
+      order[rows++] = static_cast<uint16_t>(layout.float_row(rack, std::countr_zero(workers)));
+    }
+  }
+  SumFloatRows(slot.fp_rows.get(), std::span<const uint16_t>(order.data(), rows), out);
 }
 
 void PsEngine::SendOverflowRequest(const JobState& job, const SlotState& slot, uint32_t seq,
@@ -435,6 +507,11 @@ void PsEngine::Complete(JobState& job, size_t index, uint32_t seq, protocol::Mes
   slot.completed_position = wire::PositionOfSeq(seq);
   slot.has_completed_packet = true;
   ResetLive(slot);
+
+  if (!job.history.empty()) {
+    const uint32_t history = config_.contribution_history;
+    job.history[index * history + (slot.completed_position / slots_) % history] = packet;
+  }
 
   ++counters_.param_sent;
   sink.Send(packet);

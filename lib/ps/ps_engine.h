@@ -35,6 +35,13 @@
 // the stored packet); fp rows are summed in double in worker order (rack-major),
 // starting from the first row, and rounded once to float32.
 //
+// SkipReduce's contribution variant (docs/skipreduce.md): for the jobs in
+// PsConfig::contribution_skipping_jobs a seq's contributor set is the one its
+// packets declare in their fan-ins (JobLayout, Coverage), not the job's
+// shape; float rows are stored by (contributing rack, contributor). A worker
+// that contributed nothing to a seq and lost its parameter packet asks with
+// a kPull control frame, which the host passes to OnPull.
+//
 // Orphans (ATP-SPEC invariant 5): a slot's live generation that no message has
 // touched for longer than PsConfig::orphan_timeout (its workers died or the job
 // was aborted) is released: the partial integer sums are forgotten, the float
@@ -132,6 +139,14 @@ class PsEngine {
   // owner's idle loop: with no traffic, OnGradient's own scan step does not run.
   size_t ScanOrphans(TimePoint now, size_t budget);
 
+  // OnPull: a kPull control frame (lib/wire/control_message.h; the host has
+  // decoded it): a worker that did not contribute to (queue, position) of
+  // its job (SkipReduce's contribution variant) lost the parameter packet.
+  // For a completed position the stored packet goes to `sink` again (as a
+  // resend would get it); for a live one nothing: its completion will be
+  // multicast. Counted in pulls_answered / pulls_ignored.
+  void OnPull(const wire::AtpMessage& pull, protocol::MessageSink& sink);
+
   // OrphanScanBudget: the budget that makes ScanOrphans, called once every
   // `interval`, visit every slot within a quarter of the orphan timeout (so an
   // orphan is released at most orphan_timeout * 5 / 4 + interval after its
@@ -199,6 +214,9 @@ class PsEngine {
     wire::AtpHeader parameter_template;       // the fields every parameter packet shares
     std::vector<SlotState> slots;             // [served queue * slots + slot]
     std::vector<wire::AtpMessage> completed;  // same index: last completed parameter packet
+    // history: declared fan-ins only: the slot's last contribution_history
+    // completed packets, [index * history + generation % history].
+    std::vector<wire::AtpMessage> history;
   };
 
   PsEngine(const PsConfig& config, size_t fp_floats_per_buffer);
@@ -218,6 +236,8 @@ class PsEngine {
   // AddFloatRow: stores an fp packet's row (its coverage already added).
   void AddFloatRow(const JobLayout& layout, SlotState& slot, const wire::AtpMessage& message,
                    const Contributors& who);
+  // SumFloatRowsOf: the live float generation's rows summed into `out`.
+  static void SumFloatRowsOf(const JobLayout& layout, const SlotState& slot, wire::Payload& out);
   void SendOverflowRequest(const JobState& job, const SlotState& slot, uint32_t seq,
                            protocol::MessageSink& sink);
 

@@ -65,4 +65,17 @@ void SumFloatRowsInOrder(const float* rows, int rows_count, wire::Payload& out) 
   }
 }
 
+void SumFloatRows(const float* rows, std::span<const uint16_t> order, wire::Payload& out) {
+  std::array<double, kValues> acc;
+  const float* first = rows + static_cast<size_t>(order[0]) * kValues;
+  for (size_t i = 0; i < kValues; ++i) acc[i] = first[i];
+  for (size_t k = 1; k < order.size(); ++k) {
+    const float* row = rows + static_cast<size_t>(order[k]) * kValues;
+    for (size_t i = 0; i < kValues; ++i) acc[i] += row[i];
+  }
+  for (size_t i = 0; i < kValues; ++i) {
+    out[i] = std::bit_cast<uint32_t>(static_cast<float>(acc[i]));
+  }
+}
+
 }  // namespace atp::ps

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 
 #include "atp/wire.h"
 
@@ -40,6 +41,9 @@ void StoreFloatRow(const wire::Payload& payload, float* row);
 // SumFloatRowsInOrder: out[v] = float32 bits of the double sum, in row order,
 // of rows[w * 62 + v] for w = 0..rows_count-1 (rows_count >= 1).
 void SumFloatRowsInOrder(const float* rows, int rows_count, wire::Payload& out);
+// SumFloatRows: the same over the rows `order` names, in that order
+// (order.size() >= 1).
+void SumFloatRows(const float* rows, std::span<const uint16_t> order, wire::Payload& out);
 
 }  // namespace atp::ps
 

@@ -37,6 +37,8 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.malformed += s.malformed;
   total.unexpected_ack += s.unexpected_ack;
   total.control += s.control;
+  total.pulls_answered += s.pulls_answered;
+  total.pulls_ignored += s.pulls_ignored;
   total.completed += s.completed;
   total.fp_completed += s.fp_completed;
   total.switch_completed += s.switch_completed;
@@ -45,7 +47,6 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.orphans_released += s.orphans_released;
   total.control_received += s.control_received;
   total.control_rejected += s.control_rejected;
-  total.control_unhandled += s.control_unhandled;
   total.status_sent += s.status_sent;
   total.join_requests += s.join_requests;
   total.rebuilds += s.rebuilds;

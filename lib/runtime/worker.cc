@@ -250,6 +250,8 @@ WorkerStats WorkerImpl::stats() const {
     s.frames_sent += q.frames_sent;
     s.fragments_sent += q.fragments_sent;
     s.fragments_skipped += q.fragments_skipped;
+    s.fragments_not_contributed += q.fragments_not_contributed;
+    s.pulls_sent += q.pulls_sent;
     s.retransmissions += q.retransmissions;
     s.timeouts += q.timeouts;
     s.loss_events += q.loss_events;

@@ -78,6 +78,9 @@ struct WorkerQueueConfig {
   // livelocks). A simulation sets timer_seed from its run seed.
   uint32_t rto_jitter_percent = 25;
   uint64_t timer_seed = 0;
+  // incarnation: the worker process's random identity, written into the
+  // control frames this engine sends (kPull; lib/wire/control_message.h).
+  uint64_t incarnation = 0;
 
   // Validate: the shape is valid and every field is in range; the message
   // names the offending field ("WorkerQueueConfig.slots: ...").

@@ -64,7 +64,13 @@ absl::StatusOr<OperationId> WorkerQueueEngine::Enqueue(std::span<const float> in
   op.output = output;
   op.first_position = assigned_end_;
   op.fragments = (input.size() + kValuesPerFragment - 1) / kValuesPerFragment;
-  if (skip.plan.has_value()) KeepUndropped(skip, op);
+  if (skip.SkipsContributions()) {
+    op.roles = skip.Roles(config_.shape, config_.rack, config_.worker_in_rack);
+    op.op_fragments = skip.op_fragments;
+    op.first_fragment = skip.first_fragment;
+  } else if (skip.plan.has_value()) {
+    KeepUndropped(skip, op);
+  }
   assigned_end_ += op.fragments;
   // Room for every completion that can happen before the next
   // CollectCompletions, so the packet path never grows the vector.
@@ -202,6 +208,45 @@ void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
   rto_deadline_ = TimerDeadline(now);
 }
 
+void WorkerQueueEngine::SendResend(const Slot& slot, ResendCause cause, const SendTarget& out,
+                                   size_t i) {
+  if (!slot.op->Contributes(slot.position)) {
+    BuildPull(slot, out, i);
+    ++counters_.pulls_sent;
+    return;
+  }
+  BuildMessage(slot, Transmission::kResend, out, i);
+  switch (cause) {
+    case ResendCause::kLoss: ++counters_.resends_loss; break;
+    case ResendCause::kTimeout: ++counters_.resends_timeout; break;
+    case ResendCause::kOverflow: ++counters_.resends_overflow; break;
+  }
+}
+
+void WorkerQueueEngine::BuildPull(const Slot& slot, const SendTarget& out, size_t i) const {
+  int global_index = config_.worker_in_rack;
+  for (int r = 0; r < config_.rack; ++r) global_index += config_.shape.workers_in_rack(r);
+  wire::ControlMessage control;
+  control.type = wire::ControlType::kPull;
+  control.sender = static_cast<uint32_t>(global_index);
+  control.incarnation = config_.incarnation;
+  const wire::ControlSender sender{
+      .worker_in_rack = static_cast<uint32_t>(config_.worker_in_rack),
+      .rack = static_cast<uint32_t>(config_.rack),
+      .fan_in0 = header_template_.fan_in0,
+      .fan_in1 = header_template_.fan_in1};
+  const wire::AtpMessage pull = wire::MakeWorkerControl(
+      config_.shape.job, sender, config_.queue, static_cast<uint32_t>(slot.position), control);
+  if (out.messages != nullptr) {
+    out.messages[i] = pull;
+    return;
+  }
+  out.headers[i] = pull.header;
+  wire::EncodePayload(pull.payload,
+                      std::span<uint8_t, wire::kPayloadBytes>(out.wire_payloads[i],
+                                                              wire::kPayloadBytes));
+}
+
 bool WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission,
                                      const SendTarget& out, size_t i) const {
   const Operation& op = *slot.op;
@@ -213,6 +258,14 @@ bool WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission
   header.seq = wire::MakeSeq(config_.queue, static_cast<uint32_t>(slot.position));
   header.aggregator = slot.aggregator;
   header.resend = transmission == Transmission::kResend;
+  if (const SliceRole* role = op.RoleOf(slot.position); role != nullptr) {
+    // SkipReduce's contribution variant: the header declares the fragment's
+    // contributor set (fragment_skip.h).
+    header.fan_in0 = role->fan_in0;
+    header.bitmap0 = role->bitmap0;
+    header.fan_in1 = role->fan_in1;
+    header.bitmap1 = role->bitmap1;
+  }
   FragmentEncoding wanted =
       slot.send_as_float ? FragmentEncoding::kFloat : FragmentEncoding::kInteger;
   const std::span<const float> values = op.input.subspan(offset, count);
@@ -254,12 +307,7 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
     // the request, OnParameterPacket). Any other resend is ambiguous.
     if (!(slot.resend_cause == ResendCause::kOverflow && slot.timed)) slot.timed = false;
     CountAgainstWindow(slot);
-    BuildMessage(slot, Transmission::kResend, out, n++);
-    switch (slot.resend_cause) {
-      case ResendCause::kLoss: ++counters_.resends_loss; break;
-      case ResendCause::kTimeout: ++counters_.resends_timeout; break;
-      case ResendCause::kOverflow: ++counters_.resends_overflow; break;
-    }
+    SendResend(slot, slot.resend_cause, out, n++);
   }
   SkipRecoveredPositions();
   while (n < out.capacity && !resends_held_ && RecoveryPending() &&
@@ -274,17 +322,20 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
     }
     slot.timed = false;
     CountAgainstWindow(slot);
-    BuildMessage(slot, Transmission::kResend, out, n++);
-    switch (cause) {
-      case ResendCause::kLoss: ++counters_.resends_loss; break;
-      case ResendCause::kTimeout: ++counters_.resends_timeout; break;
-      case ResendCause::kOverflow: ++counters_.resends_overflow; break;
-    }
+    SendResend(slot, cause, out, n++);
     SkipRecoveredPositions();
   }
   while (n < out.capacity && MaySendNew()) {
     Operation& op = OperationForNextSend();
     Slot& slot = SlotOf(next_send_);
+    if (slot.state == SlotState::kEarlyResult && slot.position == next_send_) {
+      // Its result came before this worker got here: done, nothing to send.
+      slot.state = SlotState::kAcked;
+      ++next_send_;
+      CountAcked(op);
+      if (FreeAckedPrefix()) rtt_.OnProgress();
+      continue;
+    }
     assert(slot.state == SlotState::kFree);
     slot.position = next_send_;
     slot.op = &op;
@@ -294,10 +345,17 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
     slot.counted = true;
     slot.send_as_float = false;
     slot.resend_queued = false;
-    const bool fp = BuildMessage(slot, Transmission::kFirst, out, n);
-    ++counters_.fragments_sent;
-    if (fp) ++counters_.fp_fragments_sent;
-    ++n;
+    if (op.Contributes(next_send_)) {
+      const bool fp = BuildMessage(slot, Transmission::kFirst, out, n);
+      ++counters_.fragments_sent;
+      if (fp) ++counters_.fp_fragments_sent;
+      ++n;
+    } else {
+      // SkipReduce left this worker's contribution out: nothing goes up,
+      // but the position is in flight (counted against the window, timed)
+      // until its parameter packet comes down like everyone else's.
+      ++counters_.fragments_not_contributed;
+    }
     if (in_flight_ == 0) rto_deadline_ = TimerDeadline(now);
     ++in_flight_;
     ++window_in_flight_;
@@ -331,7 +389,7 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   const uint64_t delta = (h.position() - expected_) & (kPositionSpace - 1);
   const uint64_t position = expected_ + delta;
   if (position >= next_send_) {
-    ++counters_.ignored_unknown_seq;
+    if (!TakeEarlyResult(h, payload, position)) ++counters_.ignored_unknown_seq;
     return;
   }
   Slot& slot = SlotOf(position);
@@ -342,6 +400,8 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
 
   if (h.IsOverflowRequest()) {
     ++counters_.overflow_requests;
+    // Not a contributor: no row to send; the result will come down anyway.
+    if (!slot.op->Contributes(position)) return;
     if (slot.send_as_float) {
       // A repeated request (another worker's integer contribution came
       // late): a second float32 resend goes out; which one the result will
@@ -365,17 +425,7 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   // The result. Whether positions were waiting for the window before it.
   const bool window_was_full = next_send_ < assigned_end_ && !MaySendNew();
   Operation& op = *slot.op;
-  const uint64_t offset = op.FirstValue(position);
-  const size_t count =
-      static_cast<size_t>(std::min<uint64_t>(kValuesPerFragment, op.output.size() - offset));
-  const std::span<float> result = op.output.subspan(offset, count);
-  if (payload.host != nullptr) {
-    DecodeResult(h.fp, *payload.host, config_.scale, result);
-  } else {
-    DecodeResultFromWire(h.fp, std::span<const uint8_t, wire::kPayloadBytes>(payload.wire,
-                                                                            wire::kPayloadBytes),
-                         config_.scale, result);
-  }
+  WriteResult(h, payload, op, position);
   ++counters_.parameter_packets;
   if (h.collision) {
     // The next fragment of this slot (position + slots) uses the new index;
@@ -392,20 +442,10 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
     slot.counted = false;
     --window_in_flight_;
   }
-  if (++op.acked == op.fragments) {
-    assert(completions_.size() < completions_.capacity());
-    completions_.push_back(op.id);  // capacity reserved by Enqueue
-    --operations_not_done_;
-    ++counters_.operations_completed;
-  }
-  const uint64_t expected_before = expected_;
-  while (expected_ < next_send_ && SlotOf(expected_).state == SlotState::kAcked) {
-    SlotOf(expected_).state = SlotState::kFree;
-    ++expected_;
-  }
+  CountAcked(op);
   // Progress proves the path works, sample or not (every completion may
   // answer a resend): the RTO returns to its unbacked value.
-  if (expected_ != expected_before) rtt_.OnProgress();
+  if (FreeAckedPrefix()) rtt_.OnProgress();
   SkipRecoveredPositions();
 
   cc_.OnAck(position, h.ecn ? EcnMark::kMarked : EcnMark::kNotMarked, expected_);
@@ -423,6 +463,71 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   // RFC 6298 (5.3): restart the timer on an acknowledgement of new data.
   rto_deadline_ = in_flight_ > 0 ? TimerDeadline(now) : TimePoint::Infinite();
   HoldResendsTriggeredAt(now);
+}
+
+void WorkerQueueEngine::WriteResult(const wire::AtpHeader& h, const ResultPayload& payload,
+                                    const Operation& op, uint64_t position) const {
+  const uint64_t offset = op.FirstValue(position);
+  const size_t count =
+      static_cast<size_t>(std::min<uint64_t>(kValuesPerFragment, op.output.size() - offset));
+  const std::span<float> result = op.output.subspan(offset, count);
+  if (payload.host != nullptr) {
+    DecodeResult(h.fp, *payload.host, config_.scale, result);
+  } else {
+    DecodeResultFromWire(h.fp, std::span<const uint8_t, wire::kPayloadBytes>(payload.wire,
+                                                                            wire::kPayloadBytes),
+                         config_.scale, result);
+  }
+}
+
+void WorkerQueueEngine::CountAcked(Operation& op) {
+  if (++op.acked == op.fragments) {
+    assert(completions_.size() < completions_.capacity());
+    completions_.push_back(op.id);  // capacity reserved by Enqueue
+    --operations_not_done_;
+    ++counters_.operations_completed;
+  }
+}
+
+bool WorkerQueueEngine::FreeAckedPrefix() {
+  const uint64_t expected_before = expected_;
+  while (expected_ < next_send_ && SlotOf(expected_).state == SlotState::kAcked) {
+    SlotOf(expected_).state = SlotState::kFree;
+    ++expected_;
+  }
+  SkipRecoveredPositions();
+  return expected_ != expected_before;
+}
+
+bool WorkerQueueEngine::TakeEarlyResult(const wire::AtpHeader& h, const ResultPayload& payload,
+                                        uint64_t position) {
+  // With contribution skipping the job needs no contribution of this worker
+  // for this position, so its result may come before the worker reached it
+  // (a slower thread, or an operation the others started first). Keeping it
+  // matters for liveness: the PS keeps a slot's last result only until the
+  // slot's next generation completes. Positions below expected_ + slots have
+  // a free slot (its previous position is acknowledged).
+  if (h.IsOverflowRequest() || position >= assigned_end_ || position >= expected_ + config_.slots) {
+    return false;
+  }
+  Slot& slot = SlotOf(position);
+  if (slot.state != SlotState::kFree) return false;
+  size_t i = send_cursor_;
+  while (i < ops_.size() && ops_[i].end_position() <= position) ++i;
+  if (i == ops_.size() || ops_[i].Contributes(position)) return false;
+  Operation& op = ops_[i];
+  WriteResult(h, payload, op, position);
+  ++counters_.parameter_packets;
+  ++counters_.early_results;
+  if (h.collision) {
+    slot.aggregator = h.NewAggregatorIndex();
+    ++counters_.collisions_seen;
+  }
+  if (h.ecn) ++counters_.ecn_marks;
+  slot.position = position;
+  slot.op = &op;
+  slot.state = SlotState::kEarlyResult;
+  return true;
 }
 
 size_t WorkerQueueEngine::CollectCompletions(std::span<OperationId> out) {

@@ -118,6 +118,12 @@ struct WorkerQueueStats {
   uint64_t fragments_sent = 0;       // first transmissions
   uint64_t fp_fragments_sent = 0;    // of those, sent as float32 (NaN, inf, saturation)
   uint64_t fragments_skipped = 0;    // left out by SkipReduce: never sent, result zero
+  // SkipReduce's contribution variant: positions this worker took without
+  // sending (it waits for their parameter packets), and the kPull control
+  // frames it sent for them instead of resends.
+  uint64_t fragments_not_contributed = 0;
+  uint64_t pulls_sent = 0;
+  uint64_t early_results = 0;  // results of those that came before this worker reached them
   uint64_t resends_loss = 0;         // resends after 3 out-of-order parameter packets
   uint64_t resends_timeout = 0;      // resends after a retransmission timeout
   uint64_t resends_overflow = 0;     // float32 resends answering an overflow request
@@ -169,9 +175,13 @@ class WorkerQueueEngine {
   // last zero-padded) that take the queue's next positions. An empty input
   // completes at once. Control path: may allocate (amortized).
   //
-  // `skip` (SkipReduce, fragment_skip.h): the fragments it drops take no
-  // position and are never sent; their output values are set to zero here,
-  // at once. An operation whose fragments are all dropped completes at once.
+  // `skip` (SkipReduce, fragment_skip.h): with kWholeFragments the fragments
+  // it drops take no position and are never sent; their output values are set
+  // to zero here, at once (an operation whose fragments are all dropped
+  // completes at once). With kContributions every fragment takes its
+  // position; this worker sends only those it contributes to (with the
+  // declared fan-ins of SliceRole), waits for the parameter packet of all,
+  // and pulls (kPull) instead of resending one it did not contribute to.
   absl::StatusOr<OperationId> Enqueue(std::span<const float> input, std::span<float> output,
                                       const FragmentSkip& skip = {});
 
@@ -223,7 +233,11 @@ class WorkerQueueEngine {
   LossDetector::DebugState loss_debug_state() const { return loss_.debug_state(); }
 
  private:
-  enum class SlotState : uint8_t { kFree, kInFlight, kAcked };
+  // kEarlyResult: SkipReduce's contribution variant only: the result of a
+  // position this worker does not contribute to arrived before the worker
+  // reached it (the others need not wait for it); it is in the output, and
+  // the position is acknowledged when the send loop reaches it.
+  enum class SlotState : uint8_t { kFree, kInFlight, kAcked, kEarlyResult };
   enum class ResendCause : uint8_t { kLoss, kTimeout, kOverflow };
   enum class Transmission : uint8_t { kFirst, kResend };
 
@@ -238,6 +252,11 @@ class WorkerQueueEngine {
     // carries, in order; empty when every fragment is sent (position i then
     // carries fragment i).
     std::vector<uint32_t> kept;
+    // roles: with SkipReduce's contribution variant, this worker's role in
+    // each slice of the operation (fragment_skip.h); empty otherwise.
+    std::vector<SliceRole> roles;
+    uint64_t op_fragments = 0;    // roles only: F of the whole operation
+    uint64_t first_fragment = 0;  // roles only: the piece's first fragment in it
 
     uint64_t end_position() const { return first_position + fragments; }
     // FirstValue: the index in input/output of the first value `position` carries.
@@ -246,6 +265,19 @@ class WorkerQueueEngine {
       return (kept.empty() ? i : kept[i]) * wire::kValuesPerFragment;
     }
     bool done() const { return acked == fragments; }
+    // RoleOf: this worker's role for `position`, or nullptr when it sends
+    // every fragment (no contribution skipping).
+    const SliceRole* RoleOf(uint64_t position) const {
+      if (roles.empty()) return nullptr;
+      const uint64_t fragment = first_fragment + (position - first_position);
+      return &roles[static_cast<size_t>(SliceOf(static_cast<size_t>(op_fragments),
+                                                static_cast<int>(roles.size()),
+                                                static_cast<size_t>(fragment)))];
+    }
+    bool Contributes(uint64_t position) const {
+      const SliceRole* role = RoleOf(position);
+      return role == nullptr || role->contributes;
+    }
   };
 
   // Slot: one window slot; `position` is the fragment it holds (or held).
@@ -308,11 +340,28 @@ class WorkerQueueEngine {
   // whether it went as float32 (`fp`).
   bool BuildMessage(const Slot& slot, Transmission transmission, const SendTarget& out,
                     size_t i) const;
+  // BuildPull: writes the kPull control frame asking for `slot`'s parameter
+  // packet (a fragment this worker did not contribute to) as message i.
+  void BuildPull(const Slot& slot, const SendTarget& out, size_t i) const;
+  // SendResend: writes `slot`'s resend (or pull) as message i and counts it.
+  void SendResend(const Slot& slot, ResendCause cause, const SendTarget& out, size_t i);
   Operation& OperationForNextSend();
   // KeepUndropped: applies `skip` to `op` (just enqueued, fragments = all of
   // them): zeroes the dropped fragments' output, fills op.kept, counts.
   void KeepUndropped(const FragmentSkip& skip, Operation& op);
   void PopCompletedOperations();
+  // CountAcked: one more fragment of `op` acknowledged; queues its completion.
+  void CountAcked(Operation& op);
+  // FreeAckedPrefix: moves expected_ past acknowledged positions, freeing
+  // their slots; returns whether it moved.
+  bool FreeAckedPrefix();
+  // TakeEarlyResult: a parameter packet for `position` >= next_send_ that
+  // this worker does not contribute to: stores the result; false if the
+  // position cannot take one (not enqueued, slot busy, or a contribution).
+  bool TakeEarlyResult(const wire::AtpHeader& h, const ResultPayload& payload, uint64_t position);
+  // WriteResult: a parameter packet's values into `op`'s output at `position`.
+  void WriteResult(const wire::AtpHeader& h, const ResultPayload& payload, const Operation& op,
+                   uint64_t position) const;
 
   WorkerQueueConfig config_;
   wire::AtpHeader header_template_;

@@ -40,6 +40,7 @@ from atp._atp import (  # noqa: F401
     SkipOptions,
     SkipPlan,
     SkipPolicy,
+    SkipVariant,
     TransportOptions,
     Worker,
     WorkerOptions,

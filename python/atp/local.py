@@ -175,6 +175,9 @@ class LocalCluster:
                                "--job=%d" % self.job_id, "--racks=1",
                                "--workers_per_rack=%d" % self.world_size,
                                "--io_threads=%d" % self.io_threads,
+                               # The job's only PS, on this machine: accept
+                               # SkipReduce's contribution variant too.
+                               "--contribution_skipping",
                                "--spin_iterations=0", "--yield_iterations=0",
                                "--stats_json=" + os.path.join(self.dir, "ps.json")])
             self._wait_ready("ps", "atp-ps: ready")

@@ -22,6 +22,7 @@ SKIP_TARGETS = ("hook", "backend")
 # buckets and parameters; the c10d backend counts allreduce calls.
 _HOOK_ONLY = ("protected_params", "protected_buckets", "warmup_steps")
 _BACKEND_ONLY = ("call_cycle", "protected_calls", "warmup_calls")
+SKIP_ATP_VARIANTS = ("fragments", "contributions")
 
 
 @dataclasses.dataclass
@@ -59,6 +60,11 @@ class SkipReduceOptions:
     protected_params, protected_buckets and warmup_steps are the hooks'
     only (validate(target="backend") refuses them); the backend's fields
     are refused by the hooks likewise.
+    atp_variant: on the ATP path only (the ring always skips contributions):
+    "fragments" (whole fragments left out, both directions lighter) or
+    "contributions" (each rank leaves its contribution out of rate of the
+    fragments; only the upstream is lighter, and the job's parameter servers
+    must run with contribution_skipping, e.g. atp-ps --contribution_skipping).
     """
     mode: str = "none"
     rate: float = 0.0
@@ -71,6 +77,7 @@ class SkipReduceOptions:
     call_cycle: int = 0
     protected_calls: List[int] = dataclasses.field(default_factory=list)
     warmup_calls: int = 0
+    atp_variant: str = "fragments"
 
     def enabled(self) -> bool:
         return self.mode != "none"
@@ -141,6 +148,11 @@ class SkipReduceOptions:
             bad("divisor", "%r is not one of %s" % (self.divisor, ", ".join(SKIP_DIVISORS)))
         if not is_int(self.seed) or not 0 <= self.seed < 2 ** 64:
             bad("seed", "%r is not an integer in 0..2^64-1" % (self.seed,))
+        if self.atp_variant not in SKIP_ATP_VARIANTS:
+            bad("atp_variant", "%r is not one of %s"
+                % (self.atp_variant, ", ".join(SKIP_ATP_VARIANTS)))
+        if self.mode == "none" and self.atp_variant != "fragments":
+            bad("atp_variant", "%r with mode 'none' (nothing is skipped)" % (self.atp_variant,))
 
     def policy(self, target: str = "hook"):
         """The atp.SkipPolicy (C++ atp::SkipPolicy) of these options. For
@@ -162,6 +174,8 @@ class SkipReduceOptions:
             p.protected_tensors = [int(b) for b in self.protected_buckets]
         else:
             p.warmup_iterations = int(self.warmup_calls)
+        p.variant = (core.SkipVariant.CONTRIBUTIONS if self.atp_variant == "contributions"
+                     else core.SkipVariant.WHOLE_FRAGMENTS)
         p.validate()
         return p
 

@@ -138,7 +138,8 @@ void RegisterOptions(py::module_& m) {
       .def_readwrite("layout", &ParameterServerJobOptions::layout)
       .def_readwrite("delivery", &ParameterServerJobOptions::delivery)
       .def_readwrite("multicast_group", &ParameterServerJobOptions::multicast_group)
-      .def_readwrite("workers", &ParameterServerJobOptions::workers);
+      .def_readwrite("workers", &ParameterServerJobOptions::workers)
+      .def_readwrite("contribution_skipping", &ParameterServerJobOptions::contribution_skipping);
   DefValidate(ps_job);
 
   py::class_<ParameterServerOptions> ps(m, "ParameterServerOptions");

@@ -38,6 +38,8 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   d["malformed"] = s.malformed;
   d["unexpected_ack"] = s.unexpected_ack;
   d["control"] = s.control;
+  d["pulls_answered"] = s.pulls_answered;
+  d["pulls_ignored"] = s.pulls_ignored;
   d["completed"] = s.completed;
   d["fp_completed"] = s.fp_completed;
   d["switch_completed"] = s.switch_completed;
@@ -46,7 +48,6 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   d["orphans_released"] = s.orphans_released;
   d["control_received"] = s.control_received;
   d["control_rejected"] = s.control_rejected;
-  d["control_unhandled"] = s.control_unhandled;
   d["status_sent"] = s.status_sent;
   d["join_requests"] = s.join_requests;
   d["rebuilds"] = s.rebuilds;

@@ -28,24 +28,32 @@ void RegisterSkip(py::module_& m) {
   py::enum_<SkipDivisor>(m, "SkipDivisor")
       .value("ALL_RANKS", SkipDivisor::kAllRanks)
       .value("CONTRIBUTORS", SkipDivisor::kContributors);
+  py::enum_<SkipVariant>(m, "SkipVariant")
+      .value("WHOLE_FRAGMENTS", SkipVariant::kWholeFragments)
+      .value("CONTRIBUTIONS", SkipVariant::kContributions);
 
   py::class_<SkipOptions>(m, "SkipOptions",
                           "SkipReduce for one collective (atp/skip_reduce.h). On ATP "
                           "(Worker.push_pull(..., skip=)): reduce_scatter_steps = k of the N "
-                          "slices of fragments are left out; all_gather_steps must be 0.")
+                          "slices of fragments are left out (variant WHOLE_FRAGMENTS), or k of "
+                          "the N contributions to every fragment (CONTRIBUTIONS; the PS must "
+                          "accept it); all_gather_steps must be 0.")
       .def(py::init([](SkipMode mode, int reduce_scatter_steps, int all_gather_steps,
-                       SkipDivisor divisor, uint64_t seed, uint64_t iteration, uint64_t tensor) {
+                       SkipDivisor divisor, uint64_t seed, uint64_t iteration, uint64_t tensor,
+                       SkipVariant variant) {
              return SkipOptions{.mode = mode,
                                 .reduce_scatter_steps = reduce_scatter_steps,
                                 .all_gather_steps = all_gather_steps,
                                 .divisor = divisor,
                                 .seed = seed,
                                 .iteration = iteration,
-                                .tensor = tensor};
+                                .tensor = tensor,
+                                .variant = variant};
            }),
            py::arg("mode") = SkipMode::kNone, py::arg("reduce_scatter_steps") = 0,
            py::arg("all_gather_steps") = 0, py::arg("divisor") = SkipDivisor::kAllRanks,
-           py::arg("seed") = 0, py::arg("iteration") = 0, py::arg("tensor") = 0)
+           py::arg("seed") = 0, py::arg("iteration") = 0, py::arg("tensor") = 0,
+           py::arg("variant") = SkipVariant::kWholeFragments)
       .def_readwrite("mode", &SkipOptions::mode)
       .def_readwrite("reduce_scatter_steps", &SkipOptions::reduce_scatter_steps)
       .def_readwrite("all_gather_steps", &SkipOptions::all_gather_steps)
@@ -53,15 +61,16 @@ void RegisterSkip(py::module_& m) {
       .def_readwrite("seed", &SkipOptions::seed)
       .def_readwrite("iteration", &SkipOptions::iteration)
       .def_readwrite("tensor", &SkipOptions::tensor)
+      .def_readwrite("variant", &SkipOptions::variant)
       .def(
           "validate",
           [](const SkipOptions& self, int ranks) { ThrowIfError(self.Validate(ranks)); },
           py::arg("ranks"), "Raises ValueError naming the field; None when valid.")
       .def("__repr__", [](const SkipOptions& s) {
         return py::str("SkipOptions(mode={}, reduce_scatter_steps={}, all_gather_steps={}, "
-                       "divisor={}, seed={}, iteration={}, tensor={})")
+                       "divisor={}, seed={}, iteration={}, tensor={}, variant={})")
             .format(s.mode, s.reduce_scatter_steps, s.all_gather_steps, s.divisor, s.seed,
-                    s.iteration, s.tensor);
+                    s.iteration, s.tensor, s.variant);
       });
 
   py::class_<SkipPolicy>(m, "SkipPolicy",
@@ -71,7 +80,8 @@ void RegisterSkip(py::module_& m) {
       .def(py::init([](SkipMode mode, double rate, double all_gather_rate, SkipDivisor divisor,
                        uint64_t seed, uint64_t warmup_iterations,
                        std::vector<uint64_t> protected_tensors,
-                       std::vector<std::pair<uint64_t, double>> tensor_rates) {
+                       std::vector<std::pair<uint64_t, double>> tensor_rates,
+                       SkipVariant variant) {
              SkipPolicy p{.mode = mode,
                           .rate = rate,
                           .all_gather_rate = all_gather_rate,
@@ -80,13 +90,15 @@ void RegisterSkip(py::module_& m) {
                           .warmup_iterations = warmup_iterations};
              p.protected_tensors = std::move(protected_tensors);
              p.tensor_rates = std::move(tensor_rates);
+             p.variant = variant;
              return p;
            }),
            py::arg("mode") = SkipMode::kNone, py::arg("rate") = 0.0,
            py::arg("all_gather_rate") = 0.0, py::arg("divisor") = SkipDivisor::kAllRanks,
            py::arg("seed") = 0, py::arg("warmup_iterations") = 0,
            py::arg("protected_tensors") = std::vector<uint64_t>{},
-           py::arg("tensor_rates") = std::vector<std::pair<uint64_t, double>>{})
+           py::arg("tensor_rates") = std::vector<std::pair<uint64_t, double>>{},
+           py::arg("variant") = SkipVariant::kWholeFragments)
       .def_readwrite("mode", &SkipPolicy::mode)
       .def_readwrite("rate", &SkipPolicy::rate)
       .def_readwrite("all_gather_rate", &SkipPolicy::all_gather_rate)
@@ -95,6 +107,7 @@ void RegisterSkip(py::module_& m) {
       .def_readwrite("warmup_iterations", &SkipPolicy::warmup_iterations)
       .def_readwrite("protected_tensors", &SkipPolicy::protected_tensors)
       .def_readwrite("tensor_rates", &SkipPolicy::tensor_rates)
+      .def_readwrite("variant", &SkipPolicy::variant)
       .def(
           "validate", [](const SkipPolicy& self) { ThrowIfError(self.Validate()); },
           "Raises ValueError naming the field; None when valid.")

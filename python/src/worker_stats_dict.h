@@ -17,6 +17,8 @@ inline pybind11::dict QueueStatsDict(const WorkerQueueStatistics& q) {
   d["frames_sent"] = q.frames_sent;
   d["fragments_sent"] = q.fragments_sent;
   d["fragments_skipped"] = q.fragments_skipped;
+  d["fragments_not_contributed"] = q.fragments_not_contributed;
+  d["pulls_sent"] = q.pulls_sent;
   d["retransmissions"] = q.retransmissions;
   d["timeouts"] = q.timeouts;
   d["loss_events"] = q.loss_events;
@@ -44,6 +46,8 @@ inline pybind11::dict WorkerStatsDict(const WorkerStats& s) {
   d["frames_sent"] = s.frames_sent;
   d["fragments_sent"] = s.fragments_sent;
   d["fragments_skipped"] = s.fragments_skipped;
+  d["fragments_not_contributed"] = s.fragments_not_contributed;
+  d["pulls_sent"] = s.pulls_sent;
   d["retransmissions"] = s.retransmissions;
   d["timeouts"] = s.timeouts;
   d["loss_events"] = s.loss_events;

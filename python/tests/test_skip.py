@@ -85,6 +85,49 @@ def test_drop_reduce_averages_over_the_contributors(two_workers):
         np.testing.assert_array_equal(outputs[1], outputs[0])
 
 
+def expected_contributions(inputs, skip, n):
+    """The contribution variant from its definition: every fragment of slice
+    s sums every worker but (s - shift + i) mod n, i < k."""
+    fragments = -(-inputs[0].size // FRAGMENT)
+    shift = 0
+    if skip.mode == atp.SkipMode.RANDOM:
+        shift = atp.random_shift(skip.seed, skip.iteration, skip.tensor, n)
+    out = np.zeros(inputs[0].size, np.float32)
+    first = 0
+    for s in range(n):
+        length = fragments // n + (1 if s < fragments % n else 0)
+        left_out = {(s - shift + i) % n for i in range(skip.reduce_scatter_steps)}
+        part = slice(first * FRAGMENT, (first + length) * FRAGMENT)
+        out[part] = exact_sum([x[part] for r, x in enumerate(inputs) if r not in left_out])
+        first += length
+    return out
+
+
+def test_contribution_skipping_matches_the_reference(two_workers):
+    assert atp.SkipOptions().variant == atp.SkipVariant.WHOLE_FRAGMENTS
+    policy = atp.SkipReduceOptions(mode="random", rate=0.5, seed=3,
+                                   atp_variant="contributions").policy()
+    assert policy.for_tensor(1, 2, 2).variant == atp.SkipVariant.CONTRIBUTIONS
+    rng = np.random.default_rng(5)
+    inputs = [rng.uniform(-1, 1, 1000).astype(np.float32) for _ in range(2)]
+    before = two_workers[0].stats()["fragments_not_contributed"]
+    skips = [atp.SkipOptions(mode=atp.SkipMode.STATIC, reduce_scatter_steps=1,
+                             variant=atp.SkipVariant.CONTRIBUTIONS)]
+    skips += [atp.SkipOptions(mode=atp.SkipMode.RANDOM, reduce_scatter_steps=1, seed=9,
+                              iteration=i, tensor=2, variant=atp.SkipVariant.CONTRIBUTIONS)
+              for i in range(3)]
+    for skip in skips:
+        outputs = run(two_workers, inputs, skip)
+        want = expected_contributions(inputs, skip, 2)
+        np.testing.assert_array_equal(outputs[0], want)
+        np.testing.assert_array_equal(outputs[1], want)
+    # 17 fragments in slices of 9 and 8: worker 0 sat out one slice per op.
+    skipped = two_workers[0].stats()["fragments_not_contributed"] - before
+    assert 8 * len(skips) <= skipped <= 9 * len(skips)
+    with pytest.raises(ValueError, match=r"SkipReduceOptions\.atp_variant"):
+        atp.SkipReduceOptions(mode="static", rate=0.5, atp_variant="rows").validate()
+
+
 def test_bad_skip_is_refused_naming_the_field(two_workers):
     x = np.ones(100, np.float32)
     with pytest.raises(ValueError, match=r"OpOptions\.skip\.reduce_scatter_steps"):

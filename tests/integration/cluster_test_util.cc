@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "atp/wire.h"
@@ -61,6 +62,23 @@ std::vector<float> ExpectedSkipped(const std::vector<std::vector<float>>& inputs
   std::vector<float> sum = ExpectedAggregate(inputs, scale, Reduction::kSum);
   const int n = static_cast<int>(inputs.size());
   const uint64_t fragments = (sum.size() + wire::kValuesPerFragment - 1) / wire::kValuesPerFragment;
+  if (skip.mode != SkipMode::kNone && skip.variant == SkipVariant::kContributions) {
+    // Each fragment sums only its contributors: the aggregate of their
+    // inputs over the fragment's values.
+    const std::vector<std::set<int>> contributors =
+        atp::testing::ReferenceContributors(fragments, n, skip);
+    for (uint64_t f = 0; f < fragments; ++f) {
+      const size_t begin = f * wire::kValuesPerFragment;
+      const size_t end = std::min<size_t>(sum.size(), begin + wire::kValuesPerFragment);
+      std::vector<std::vector<float>> in;
+      for (int r : contributors[f]) {
+        in.emplace_back(inputs[static_cast<size_t>(r)].begin() + static_cast<std::ptrdiff_t>(begin),
+                        inputs[static_cast<size_t>(r)].begin() + static_cast<std::ptrdiff_t>(end));
+      }
+      const std::vector<float> part = ExpectedAggregate(in, scale, Reduction::kSum);
+      std::copy(part.begin(), part.end(), sum.begin() + static_cast<std::ptrdiff_t>(begin));
+    }
+  }
   for (uint64_t f : atp::testing::ReferenceDroppedFragments(fragments, n, skip)) {
     const size_t end = std::min<size_t>(sum.size(), (f + 1) * wire::kValuesPerFragment);
     for (size_t i = f * wire::kValuesPerFragment; i < end; ++i) sum[i] = 0.0f;

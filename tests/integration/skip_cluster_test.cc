@@ -85,6 +85,76 @@ TEST(SkipClusterTest, SelectivePolicyOverBucketsAndIterations) {
   }
 }
 
+// The contribution variant: every fragment aggregated from the contributors
+// the reference names, with switches aggregating (two levels: whole racks
+// drop out of some fragments; one switch) and with the PS alone.
+void RunContributionModes(FabricAggregation aggregation, uint8_t id, int racks,
+                          int workers_per_rack) {
+  LocalClusterOptions options;
+  options.aggregation = aggregation;
+  options.jobs.push_back(TestJob(id, racks, workers_per_rack));
+  options.jobs[0].contribution_skipping = true;
+  auto cluster = MakeCluster(options);
+  ASSERT_NE(cluster, nullptr);
+  const int n = racks * workers_per_rack;
+  std::vector<SkipOptions> modes;
+  for (int k = 1; k < n; ++k) {
+    modes.push_back({.mode = SkipMode::kStatic, .reduce_scatter_steps = k});
+    modes.push_back({.mode = SkipMode::kRandom, .reduce_scatter_steps = k, .seed = 5,
+                     .iteration = static_cast<uint64_t>(k)});
+  }
+  modes.push_back({.mode = SkipMode::kStatic, .reduce_scatter_steps = 1,
+                   .divisor = SkipDivisor::kContributors});
+  uint64_t seed = 1;
+  for (SkipOptions mode : modes) {
+    mode.variant = SkipVariant::kContributions;
+    const Reduction reduction =
+        mode.divisor == SkipDivisor::kContributors ? Reduction::kAverage : Reduction::kSum;
+    const bool ok = RunCollective(*cluster, 0,
+                              {.sizes = Sizes(), .seed = seed++, .reduction = reduction,
+                               .deadline = absl::Seconds(20),
+                               .skip = [mode](size_t op) {
+                                 SkipOptions s = mode;
+                                 s.tensor = op;
+                                 return s;
+                               }});
+    EXPECT_TRUE(ok);
+    if (!ok) {
+      const ParameterServerStats p = cluster->parameter_server(0, 0).stats();
+      // What each side did, to tell a lost result from a refused packet.
+      ADD_FAILURE() << "k = " << mode.reduce_scatter_steps << ", mode "
+                    << static_cast<int>(mode.mode) << "; PS: received " << p.frames_received << " grad " << p.gradients << " contrib "
+                    << p.contributions << " completed " << p.completed << " mismatch "
+                    << p.shape_mismatch << " malformed " << p.malformed << " dup " << p.duplicates
+                    << " pulls answered " << p.pulls_answered << " ignored " << p.pulls_ignored
+                    << " stale " << p.stale << " ahead " << p.ahead;
+      for (size_t r = 0; r < cluster->num_workers(0); ++r) {
+        const WorkerStats w = cluster->worker(0, r).stats();
+        ADD_FAILURE() << "worker " << r << " sent " << w.fragments_sent << " notc "
+                      << w.fragments_not_contributed << " pulls " << w.pulls_sent << " retx "
+                      << w.retransmissions << " timeouts " << w.timeouts;
+      }
+      return;
+    }
+  }
+  const WorkerStats s = cluster->worker(0, 0).stats();
+  EXPECT_GT(s.fragments_not_contributed, 0u);
+  EXPECT_EQ(s.fragments_skipped, 0u);
+  EXPECT_EQ(cluster->fabric()->stats().malformed, 0u);
+}
+
+TEST(SkipClusterTest, ContributionsWithTwoLevelsOfSwitches) {
+  RunContributionModes(FabricAggregation::kTwoLevel, 5, /*racks=*/2, /*workers_per_rack=*/2);
+}
+
+TEST(SkipClusterTest, ContributionsWithOneSwitch) {
+  RunContributionModes(FabricAggregation::kSingleSwitch, 6, /*racks=*/1, /*workers_per_rack=*/3);
+}
+
+TEST(SkipClusterTest, ContributionsWithThePsAlone) {
+  RunContributionModes(FabricAggregation::kNone, 7, /*racks=*/2, /*workers_per_rack=*/2);
+}
+
 TEST(SkipClusterTest, BadOptionsAreRefusedNamingTheField) {
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kNone;
@@ -104,6 +174,12 @@ TEST(SkipClusterTest, BadOptionsAreRefusedNamingTheField) {
   EXPECT_NE(all_gather.status().message().find("OpOptions.skip.all_gather_steps"),
             std::string::npos)
       << all_gather.status();
+  SkipOptions bad_variant{.mode = SkipMode::kStatic, .reduce_scatter_steps = 1};
+  bad_variant.variant = static_cast<SkipVariant>(7);
+  auto unknown_variant = w.PushPull(in, out, {.skip = bad_variant});
+  ASSERT_FALSE(unknown_variant.ok());
+  EXPECT_NE(unknown_variant.status().message().find("OpOptions.skip.variant"), std::string::npos)
+      << unknown_variant.status();
   auto none_with_steps = w.PushPull(in, out, {.skip = {.reduce_scatter_steps = 1}});
   ASSERT_FALSE(none_with_steps.ok());
   EXPECT_NE(none_with_steps.status().message().find("OpOptions.skip.mode"), std::string::npos)

@@ -57,21 +57,81 @@ TEST(PsConfigTest, CreateRejectsInvalidConfig) {
   EXPECT_EQ(engine.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(CoverageTest, DeclaredFanInsFixTheContributorSetPerSeq) {
+  // SkipReduce's contribution variant: a job of 2 racks x 3 whose fragment
+  // has 2 contributing racks, the first with 2 contributors, the second 1.
+  const JobLayout layout(JobShape{.job = 1, .workers_per_rack = {3, 3}}, /*declared_fan_ins=*/true);
+  wire::AtpHeader h;
+  h.job = 1;
+  h.fan_in1 = 2;
+  h.bitmap1 = 0b01;
+  h.fan_in0 = 2;
+  h.bitmap0 = 0b10;
+  Contributors who;
+  ASSERT_EQ(layout.Parse(h, &who), ParseOutcome::kOk);
+  Coverage coverage;
+  ASSERT_EQ(coverage.TryAdd(layout, who), AddOutcome::kAdded);
+  EXPECT_FALSE(coverage.IsComplete(layout));
+  // The same rack declaring another count, or the seq another rack count: mismatch.
+  h.bitmap0 = 0b01;
+  h.fan_in0 = 3;
+  ASSERT_EQ(layout.Parse(h, &who), ParseOutcome::kOk);
+  EXPECT_EQ(coverage.TryAdd(layout, who), AddOutcome::kMismatch);
+  h.fan_in0 = 2;
+  h.fan_in1 = 1;
+  ASSERT_EQ(layout.Parse(h, &who), ParseOutcome::kOk);
+  EXPECT_EQ(coverage.TryAdd(layout, who), AddOutcome::kMismatch);
+  h.fan_in1 = 2;
+  ASSERT_EQ(layout.Parse(h, &who), ParseOutcome::kOk);
+  ASSERT_EQ(coverage.TryAdd(layout, who), AddOutcome::kAdded);
+  EXPECT_FALSE(coverage.IsComplete(layout));
+  // The second contributing rack's only contributor completes the seq.
+  h.bitmap1 = 0b10;
+  h.fan_in0 = 1;
+  ASSERT_EQ(layout.Parse(h, &who), ParseOutcome::kOk);
+  ASSERT_EQ(coverage.TryAdd(layout, who), AddOutcome::kAdded);
+  EXPECT_TRUE(coverage.IsComplete(layout));
+  // Beyond the shape: more racks or workers than the job has.
+  h.fan_in1 = 3;
+  h.bitmap1 = 0b100;
+  EXPECT_EQ(layout.Parse(h, &who), ParseOutcome::kShapeMismatch);
+  h.fan_in1 = 2;
+  h.bitmap1 = 0b01;
+  h.fan_in0 = 4;
+  EXPECT_EQ(layout.Parse(h, &who), ParseOutcome::kShapeMismatch);
+  // A job without declared fan-ins refuses the same header.
+  const JobLayout strict(JobShape{.job = 1, .workers_per_rack = {3, 3}});
+  h.fan_in0 = 2;
+  EXPECT_EQ(strict.Parse(h, &who), ParseOutcome::kShapeMismatch);
+}
+
+TEST(PsConfigTest, ContributionSkippingNamesAConfiguredJob) {
+  PsConfig config;
+  config.jobs.push_back(JobShape::Uniform(3, 1, 2));
+  config.contribution_skipping_jobs = {4};
+  const absl::Status status = config.Validate();
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("PsConfig.contribution_skipping_jobs[0]"), std::string::npos)
+      << status;
+  config.contribution_skipping_jobs = {3};
+  EXPECT_TRUE(config.Validate().ok());
+}
+
 TEST(CoverageTest, OverlapChangesNothing) {
   const JobLayout layout(JobShape{.job = 1, .workers_per_rack = {4, 2}});
   Coverage coverage;
   using Level = Contributors::Level;
-  ASSERT_TRUE(coverage.TryAdd(layout, {Level::kRackWorkers, 0, 0b0011, 0}));
-  EXPECT_FALSE(coverage.TryAdd(layout, {Level::kRackWorkers, 0, 0b0110, 0}));
+  ASSERT_EQ(coverage.TryAdd(layout, {Level::kRackWorkers, 0, 0b0011, 0}), AddOutcome::kAdded);
+  EXPECT_EQ(coverage.TryAdd(layout, {Level::kRackWorkers, 0, 0b0110, 0}), AddOutcome::kOverlap);
   EXPECT_EQ(coverage.workers(0), 0b0011u);
-  EXPECT_FALSE(coverage.TryAdd(layout, {Level::kWholeRacks, 0, 0, 0b11}));
+  EXPECT_EQ(coverage.TryAdd(layout, {Level::kWholeRacks, 0, 0, 0b11}), AddOutcome::kOverlap);
   EXPECT_EQ(coverage.workers(1), 0u);
   EXPECT_TRUE(coverage.CoversAll({Level::kRackWorkers, 0, 0b0001, 0}));
   EXPECT_FALSE(coverage.CoversAll({Level::kRackWorkers, 0, 0b0101, 0}));
-  ASSERT_TRUE(coverage.TryAdd(layout, {Level::kWholeRacks, 0, 0, 0b10}));
+  ASSERT_EQ(coverage.TryAdd(layout, {Level::kWholeRacks, 0, 0, 0b10}), AddOutcome::kAdded);
   EXPECT_FALSE(coverage.IsComplete(layout));
   EXPECT_TRUE(coverage.CoversAll({Level::kWholeRacks, 0, 0, 0b10}));
-  ASSERT_TRUE(coverage.TryAdd(layout, {Level::kRackWorkers, 0, 0b1100, 0}));
+  ASSERT_EQ(coverage.TryAdd(layout, {Level::kRackWorkers, 0, 0b1100, 0}), AddOutcome::kAdded);
   EXPECT_TRUE(coverage.IsComplete(layout));
   coverage.Clear();
   EXPECT_FALSE(coverage.IsComplete(layout));
