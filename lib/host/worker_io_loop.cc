@@ -412,17 +412,7 @@ void WorkerIoLoop::CheckStall(TimePoint now) {
 }
 
 void WorkerIoLoop::FailQueue(const absl::Status& status) {
-  Publish();
-  {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    for (PieceRequest& piece : inbox_) piece.op->Finish(status);
-    inbox_.clear();
-    inbox_size_.store(0, std::memory_order_relaxed);
-  }
-  for (Record& record : records_) {
-    if (!record.done) record.op->Finish(status);
-  }
-  records_.clear();
+  Abandon(status);
   failed_ = true;
 }
 

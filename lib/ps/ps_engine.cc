@@ -360,16 +360,7 @@ void PsEngine::OnIntegerOrIdle(JobState& job, size_t index, const wire::AtpMessa
     return;
   }
 
-  switch (slot.coverage.TryAdd(job.layout, who)) {
-    case AddOutcome::kAdded:
-      break;
-    case AddOutcome::kOverlap:
-      ++counters_.duplicates;
-      return;
-    case AddOutcome::kMismatch:
-      ++counters_.shape_mismatch;
-      return;
-  }
+  if (!AddCoverage(job.layout, slot, who)) return;
   ++counters_.contributions;
   // Whole from the switches: the first contribution, already summed over
   // every rack (edge set), completes the seq on its own.
@@ -398,6 +389,20 @@ void PsEngine::OnIntegerOrIdle(JobState& job, size_t index, const wire::AtpMessa
   Complete(job, index, header.seq, sink);
 }
 
+bool PsEngine::AddCoverage(const JobLayout& layout, SlotState& slot, const Contributors& who) {
+  switch (slot.coverage.TryAdd(layout, who)) {
+    case AddOutcome::kAdded:
+      return true;
+    case AddOutcome::kOverlap:
+      ++counters_.duplicates;
+      return false;
+    case AddOutcome::kMismatch:
+      ++counters_.shape_mismatch;
+      return false;
+  }
+  return false;
+}
+
 void PsEngine::OnFloatPath(JobState& job, size_t index, const wire::AtpMessage& message,
                            const Contributors& who, protocol::MessageSink& sink) {
   SlotState& slot = job.slots[index];
@@ -411,16 +416,7 @@ void PsEngine::OnFloatPath(JobState& job, size_t index, const wire::AtpMessage& 
     if (!slot.coverage.CoversAll(who)) SendOverflowRequest(job, slot, header.seq, sink);
     return;
   }
-  switch (slot.coverage.TryAdd(job.layout, who)) {
-    case AddOutcome::kAdded:
-      break;
-    case AddOutcome::kOverlap:
-      ++counters_.duplicates;
-      return;
-    case AddOutcome::kMismatch:
-      ++counters_.shape_mismatch;
-      return;
-  }
+  if (!AddCoverage(job.layout, slot, who)) return;
   ++counters_.contributions;
   NoteContribution(slot, header);
   AddFloatRow(job.layout, slot, message, who);

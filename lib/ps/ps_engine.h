@@ -227,6 +227,10 @@ class PsEngine {
   void OnFloatPath(JobState& job, size_t index, const wire::AtpMessage& message,
                    const Contributors& who, protocol::MessageSink& sink);
 
+  // AddCoverage: adds `who` to the live generation's coverage; false (counted
+  // as a duplicate or a shape mismatch) when it overlaps or disagrees with
+  // the contributor set the seq's earlier packets declared.
+  bool AddCoverage(const JobLayout& layout, SlotState& slot, const Contributors& who);
   // NoteContribution: records an accepted contribution's aggregator index (the
   // first one's), ecn and collision flags in the live generation.
   static void NoteContribution(SlotState& slot, const wire::AtpHeader& header);

@@ -3,17 +3,19 @@
 // which fail within the stall time and stay unusable; the PS then releases
 // the partial state; a PS that is not there fails the operation as
 // unreachable. Short stall times (400 ms) keep each case under a second.
+#include "atp/failure.h"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "atp/failure.h"
 #include "atp/parameter_server.h"
 #include "atp/worker.h"
 #include "gtest/gtest.h"
 #include "testbed/local_cluster.h"
+#include "tests/unit/runtime/local_job_checks.h"
 
 namespace atp {
 namespace {
@@ -22,6 +24,7 @@ using testbed::FabricAggregation;
 using testbed::LocalCluster;
 using testbed::LocalClusterOptions;
 using testbed::LocalJob;
+using testing::EventuallyStats;
 
 constexpr absl::Duration kStall = absl::Milliseconds(400);
 // Far beyond the stall time: a handle still running then is a hang.
@@ -46,18 +49,6 @@ std::unique_ptr<LocalCluster> Cluster(int workers, bool start_ps) {
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Create(options);
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   return cluster.ok() ? *std::move(cluster) : nullptr;
-}
-
-// EventuallyStats: polls the PS's published stats until `predicate` holds or
-// kDeadline passes.
-bool EventuallyStats(LocalCluster& cluster,
-                     const std::function<bool(const ParameterServerStats&)>& predicate) {
-  const absl::Time deadline = absl::Now() + kDeadline;
-  while (!predicate(cluster.parameter_server(0, 0).stats())) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
 }
 
 TEST(FailureTest, ADeadWorkerIsNamedToTheOthersAndThePsReleasesItsState) {
@@ -93,7 +84,7 @@ TEST(FailureTest, ADeadWorkerIsNamedToTheOthersAndThePsReleasesItsState) {
   EXPECT_EQ(FailureOf(refused.status())->kind, FailureKind::kWaitingForWorkers);
 
   // The PS told them, and releases the partial state once they went quiet.
-  EXPECT_TRUE(EventuallyStats(*cluster, [](const ParameterServerStats& s) {
+  EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
     return s.status_sent > 0 && s.orphans_released > 0;
   }));
 }

@@ -18,6 +18,7 @@
 #include "atp/worker.h"
 #include "gtest/gtest.h"
 #include "testbed/local_cluster.h"
+#include "tests/unit/runtime/local_job_checks.h"
 
 namespace atp {
 namespace {
@@ -26,6 +27,9 @@ using testbed::FabricAggregation;
 using testbed::LocalCluster;
 using testbed::LocalClusterOptions;
 using testbed::LocalJob;
+using testing::EventuallyStats;
+using testing::ExactSum;
+using testing::Values;
 
 constexpr absl::Duration kDeadline = absl::Seconds(30);
 
@@ -51,30 +55,6 @@ std::unique_ptr<LocalCluster> Cluster(LocalJob job,
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Create(options);
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   return cluster.ok() ? *std::move(cluster) : nullptr;
-}
-
-std::vector<float> Values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-// ExactSum: dequantize(sum of quantized inputs), computed independently.
-std::vector<float> ExactSum(const std::vector<std::vector<float>>& inputs) {
-  const size_t n = inputs[0].size();
-  std::vector<int64_t> sum(n, 0);
-  std::vector<int32_t> q(n);
-  for (const auto& in : inputs) {
-    Quantize(in, kDefaultScale, q);
-    for (size_t i = 0; i < n; ++i) sum[i] += q[i];
-  }
-  std::vector<int32_t> s32(n);
-  for (size_t i = 0; i < n; ++i) s32[i] = static_cast<int32_t>(sum[i]);
-  std::vector<float> out(n);
-  Dequantize(s32, kDefaultScale, out);
-  return out;
 }
 
 // Round: `ops` operations of `size` values on every worker, all submitted
@@ -107,28 +87,18 @@ void ExpectExactRound(LocalCluster& cluster, size_t ops, size_t size, uint32_t s
   }
 }
 
-bool EventuallyStats(LocalCluster& cluster,
-                     const std::function<bool(const ParameterServerStats&)>& predicate) {
-  const absl::Time deadline = absl::Now() + kDeadline;
-  while (!predicate(cluster.parameter_server(0, 0).stats())) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
-
 TEST(RestartTest, APsRestartedMidJobRebuildsFromTheJoinsAndTheJobIsExact) {
   auto cluster = Cluster(Job(3));
   ASSERT_NE(cluster, nullptr);
   ExpectExactRound(*cluster, /*ops=*/8, /*size=*/40000, /*seed=*/1, [&] {
     // Mid-job: once the PS has completed some fragments, kill and restart it.
-    ASSERT_TRUE(EventuallyStats(*cluster,
+    ASSERT_TRUE(EventuallyStats(*cluster, kDeadline,
                                 [](const ParameterServerStats& s) { return s.completed > 300; }));
     ASSERT_TRUE(cluster->RestartParameterServer(0, 0).ok());
   });
   // The restarted PS asked the workers to join and rebuilt its window from
   // their joins (its statistics are published after the step that did it).
-  EXPECT_TRUE(EventuallyStats(*cluster, [](const ParameterServerStats& s) {
+  EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
     return s.join_requests > 0 && s.rebuilds > 0;
   }));
   EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
@@ -153,7 +123,8 @@ void ExpectNamedMismatch(LocalCluster& cluster, const char* field,
   std::vector<std::vector<float>> in(workers, Values(3000, 5));
   std::vector<std::vector<float>> out(workers, std::vector<float>(3000));
   std::vector<absl::StatusOr<Handle>> handles;
-  for (size_t w = 0; w < workers; ++w) handles.push_back(cluster.worker(0, w).PushPull(in[w], out[w]));
+  for (size_t w = 0; w < workers; ++w)
+    handles.push_back(cluster.worker(0, w).PushPull(in[w], out[w]));
   for (size_t w = 0; w < workers; ++w) {
     absl::StatusOr<Handle>& h = handles[w];
     const absl::Status status = h.ok() ? h->Wait(kDeadline) : h.status();
@@ -218,15 +189,15 @@ TEST(MismatchTest, DifferentOperationSizesAreNamedAndNoResultIsDelivered) {
     EXPECT_EQ(failure->workers.size(), 1u) << status;
     EXPECT_EQ(failure->detail, "operation_size") << status;
   }
-  EXPECT_TRUE(
-      EventuallyStats(*cluster, [](const ParameterServerStats& s) { return s.mismatches > 0; }));
+  EXPECT_TRUE(EventuallyStats(*cluster, kDeadline,
+                              [](const ParameterServerStats& s) { return s.mismatches > 0; }));
 }
 
 TEST(MismatchTest, EveryOperationIsConfirmedOncePerPiece) {
   auto cluster = Cluster(Job(2));
   ASSERT_NE(cluster, nullptr);
   ExpectExactRound(*cluster, /*ops=*/4, /*size=*/5000, /*seed=*/3);
-  EXPECT_TRUE(EventuallyStats(*cluster, [](const ParameterServerStats& s) {
+  EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
     return s.operations_confirmed >= 4;  // at least one piece per operation
   }));
 }

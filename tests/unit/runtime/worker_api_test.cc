@@ -2,8 +2,6 @@
 // workers, one switch, over loopback): PushPull (also in place), Push then
 // Pull by key, Discard, empty tensors, argument errors, and cancellation
 // when the Worker goes away.
-#include "atp/worker.h"
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -12,9 +10,11 @@
 #include <vector>
 
 #include "atp/quantize.h"
+#include "atp/worker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testbed/local_cluster.h"
+#include "tests/unit/runtime/local_job_checks.h"
 
 namespace atp {
 namespace {
@@ -23,6 +23,8 @@ using testbed::FabricAggregation;
 using testbed::LocalCluster;
 using testbed::LocalClusterOptions;
 using testbed::LocalJob;
+using testing::ExactSum;
+using testing::Values;
 
 constexpr absl::Duration kDeadline = absl::Seconds(20);
 
@@ -39,30 +41,6 @@ std::unique_ptr<LocalCluster> TwoWorkers() {
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Create(options);
   EXPECT_TRUE(cluster.ok()) << cluster.status();
   return cluster.ok() ? *std::move(cluster) : nullptr;
-}
-
-std::vector<float> Values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-// ExactSum: dequantize(sum of quantized inputs), computed independently.
-std::vector<float> ExactSum(const std::vector<std::vector<float>>& inputs) {
-  const size_t n = inputs[0].size();
-  std::vector<int64_t> sum(n, 0);
-  std::vector<int32_t> q(n);
-  for (const auto& in : inputs) {
-    Quantize(in, kDefaultScale, q);
-    for (size_t i = 0; i < n; ++i) sum[i] += q[i];
-  }
-  std::vector<int32_t> s32(n);
-  for (size_t i = 0; i < n; ++i) s32[i] = static_cast<int32_t>(sum[i]);
-  std::vector<float> out(n);
-  Dequantize(s32, kDefaultScale, out);
-  return out;
 }
 
 TEST(WorkerApiTest, PushPullInPlaceGivesTheExactSumOnEveryWorker) {
@@ -136,9 +114,8 @@ TEST(WorkerApiTest, OnDoneRunsOnceWithTheOutputComplete) {
   int now = 0;
   handles[0].OnDone([&](const absl::Status& status) { now += status.ok() ? 1 : 100; });
   EXPECT_EQ(now, 1);
-  Handle().OnDone([&](const absl::Status& status) {
-    now += absl::IsFailedPrecondition(status) ? 10 : 100;
-  });
+  Handle().OnDone(
+      [&](const absl::Status& status) { now += absl::IsFailedPrecondition(status) ? 10 : 100; });
   EXPECT_EQ(now, 11);
 }
 
