@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <set>
 #include <vector>
@@ -182,9 +183,11 @@ class ContributionJob {
 
   // Expected: for each value, the exact sum of its fragment's contributors'
   // quantized inputs, dequantized.
+  // A sum beyond int32 (a fragment the float path carries) is clamped here:
+  // the caller replaces those fragments with their float sums.
   std::vector<float> Expected(const std::vector<std::set<int>>& contributors) const {
     const size_t values = inputs_[0].size();
-    std::vector<int32_t> sum(values, 0);
+    std::vector<int64_t> sum(values, 0);
     std::vector<int32_t> q(values);
     for (int r = 0; r < workers(); ++r) {
       Quantize(inputs_[r], kScale, q);
@@ -192,8 +195,13 @@ class ContributionJob {
         if (contributors[i / wire::kValuesPerFragment].contains(r)) sum[i] += q[i];
       }
     }
+    std::vector<int32_t> sum32(values);
+    for (size_t i = 0; i < values; ++i) {
+      sum32[i] = static_cast<int32_t>(std::clamp<int64_t>(
+          sum[i], std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+    }
     std::vector<float> out(values);
-    Dequantize(sum, kScale, out);
+    Dequantize(sum32, kScale, out);
     return out;
   }
 
