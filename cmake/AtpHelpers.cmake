@@ -83,8 +83,10 @@ function(atp_cc_test)
   add_executable(${ARG_NAME} ${ARG_SRCS})
   _atp_common_target_setup(${ARG_NAME})
   if(LIBATP_FAST_TEST_COMPILE)
-    # After the build type's flags on the command line, so these win.
-    target_compile_options(${ARG_NAME} PRIVATE -Og $<$<CONFIG:RelWithDebInfo,Debug>:-g1>)
+    # After the build type's flags on the command line, so these win. Debug
+    # builds keep -O0 -g: whoever builds them means to step through tests.
+    target_compile_options(${ARG_NAME} PRIVATE $<$<CONFIG:RelWithDebInfo,Release>:-Og>
+                                               $<$<CONFIG:RelWithDebInfo>:-g1>)
   endif()
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
   if(NOT ARG_LABELS)
