@@ -22,7 +22,6 @@ namespace {
 
 using testbed::FabricAggregation;
 using testbed::LocalCluster;
-using testbed::LocalClusterOptions;
 using testbed::LocalJob;
 using testing::EventuallyStats;
 
@@ -31,24 +30,11 @@ constexpr absl::Duration kStall = absl::Milliseconds(400);
 constexpr absl::Duration kDeadline = absl::Seconds(30);
 
 std::unique_ptr<LocalCluster> Cluster(int workers, bool start_ps) {
-  LocalClusterOptions options;
-  options.aggregation = FabricAggregation::kNone;  // the PS sees every worker's contribution
-  LocalJob job;
-  job.job.job_id = 3;
-  job.job.layout = RackLayout::Uniform(1, workers);
-  job.job.io_threads = 2;
-  job.job.slots = 64;
-  job.job.initial_window = 16;
-  job.job.scheduler.min_piece_fragments = 4;
-  job.job.initial_retransmission_timeout = absl::Milliseconds(5);
-  job.job.max_retransmission_timeout = absl::Milliseconds(50);
-  job.job.stall_timeout = kStall;
+  LocalJob job = testing::SmallJob(/*job_id=*/3, workers, kStall);
   job.ps_orphan_timeout = absl::Milliseconds(200);
   job.start_parameter_servers = start_ps;
-  options.jobs.push_back(job);
-  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Create(options);
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? *std::move(cluster) : nullptr;
+  // No switch: the PS sees every worker's contribution.
+  return testing::StartCluster(std::move(job), FabricAggregation::kNone);
 }
 
 TEST(FailureTest, ADeadWorkerIsNamedToTheOthersAndThePsReleasesItsState) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "absl/time/time.h"
 #include "atp/parameter_server.h"
 #include "atp/quantize.h"
+#include "gtest/gtest.h"
 #include "testbed/local_cluster.h"
 
 namespace atp::testing {
@@ -41,6 +43,37 @@ inline std::vector<float> ExactSum(const std::vector<std::vector<float>>& inputs
   std::vector<float> out(n);
   Dequantize(s32, kDefaultScale, out);
   return out;
+}
+
+// SmallJob: one rack of `workers` with two queues, 64 slots and short
+// retransmission timeouts, so that failures and restarts show within
+// milliseconds; the stall time is the caller's.
+inline testbed::LocalJob SmallJob(uint8_t job_id, int workers, absl::Duration stall_timeout) {
+  testbed::LocalJob job;
+  job.job.job_id = job_id;
+  job.job.layout = RackLayout::Uniform(1, workers);
+  job.job.io_threads = 2;
+  job.job.slots = 64;
+  job.job.initial_window = 16;
+  job.job.scheduler.min_piece_fragments = 4;
+  job.job.initial_retransmission_timeout = absl::Milliseconds(5);
+  job.job.max_retransmission_timeout = absl::Milliseconds(50);
+  job.job.stall_timeout = stall_timeout;
+  return job;
+}
+
+// StartCluster: an in-process cluster of `job` (null, with a test failure, if
+// it cannot be created).
+inline std::unique_ptr<testbed::LocalCluster> StartCluster(
+    testbed::LocalJob job,
+    testbed::FabricAggregation aggregation = testbed::FabricAggregation::kNone) {
+  testbed::LocalClusterOptions options;
+  options.aggregation = aggregation;
+  options.jobs.push_back(std::move(job));
+  absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> cluster =
+      testbed::LocalCluster::Create(options);
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return cluster.ok() ? *std::move(cluster) : nullptr;
 }
 
 // EventuallyStats: polls PS (0, 0)'s published statistics (published by its

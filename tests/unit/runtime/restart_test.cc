@@ -25,7 +25,6 @@ namespace {
 
 using testbed::FabricAggregation;
 using testbed::LocalCluster;
-using testbed::LocalClusterOptions;
 using testbed::LocalJob;
 using testing::EventuallyStats;
 using testing::ExactSum;
@@ -33,29 +32,7 @@ using testing::Values;
 
 constexpr absl::Duration kDeadline = absl::Seconds(30);
 
-LocalJob Job(int workers) {
-  LocalJob job;
-  job.job.job_id = 4;
-  job.job.layout = RackLayout::Uniform(1, workers);
-  job.job.io_threads = 2;
-  job.job.slots = 64;
-  job.job.initial_window = 16;
-  job.job.scheduler.min_piece_fragments = 4;
-  job.job.initial_retransmission_timeout = absl::Milliseconds(5);
-  job.job.max_retransmission_timeout = absl::Milliseconds(50);
-  job.job.stall_timeout = absl::Seconds(5);
-  return job;
-}
-
-std::unique_ptr<LocalCluster> Cluster(LocalJob job,
-                                      FabricAggregation aggregation = FabricAggregation::kNone) {
-  LocalClusterOptions options;
-  options.aggregation = aggregation;
-  options.jobs.push_back(std::move(job));
-  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Create(options);
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? *std::move(cluster) : nullptr;
-}
+LocalJob Job(int workers) { return testing::SmallJob(/*job_id=*/4, workers, absl::Seconds(5)); }
 
 // Round: `ops` operations of `size` values on every worker, all submitted
 // before any is waited for; `between` runs after submission, before the
@@ -88,7 +65,7 @@ void ExpectExactRound(LocalCluster& cluster, size_t ops, size_t size, uint32_t s
 }
 
 TEST(RestartTest, APsRestartedMidJobRebuildsFromTheJoinsAndTheJobIsExact) {
-  auto cluster = Cluster(Job(3));
+  auto cluster = testing::StartCluster(Job(3));
   ASSERT_NE(cluster, nullptr);
   ExpectExactRound(*cluster, /*ops=*/8, /*size=*/40000, /*seed=*/1, [&] {
     // Mid-job: once the PS has completed some fragments, kill and restart it.
@@ -105,7 +82,7 @@ TEST(RestartTest, APsRestartedMidJobRebuildsFromTheJoinsAndTheJobIsExact) {
 }
 
 TEST(RestartTest, ASecondRunOfNewWorkersAgainstTheSamePsIsExact) {
-  auto cluster = Cluster(Job(2), FabricAggregation::kSingleSwitch);
+  auto cluster = testing::StartCluster(Job(2), FabricAggregation::kSingleSwitch);
   ASSERT_NE(cluster, nullptr);
   ExpectExactRound(*cluster, /*ops=*/3, /*size=*/30000, /*seed=*/10);
   ASSERT_TRUE(cluster->RecreateWorkers(0).ok());
@@ -143,7 +120,7 @@ TEST(MismatchTest, DifferentIoThreadsAreNamed) {
   job.adjust_worker = [](size_t rank, WorkerOptions& o) {
     if (rank == 1) o.job.io_threads = 1;
   };
-  auto cluster = Cluster(std::move(job));
+  auto cluster = testing::StartCluster(std::move(job));
   ASSERT_NE(cluster, nullptr);
   // The PS compares io_threads with the first worker that joined: worker 1
   // is named, or, if it joined first, whichever of the others joined next.
@@ -155,7 +132,7 @@ TEST(MismatchTest, DifferentSlotsAreNamed) {
   job.adjust_worker = [](size_t rank, WorkerOptions& o) {
     if (rank == 1) o.job.slots = 32;
   };
-  auto cluster = Cluster(std::move(job));
+  auto cluster = testing::StartCluster(std::move(job));
   ASSERT_NE(cluster, nullptr);
   ExpectNamedMismatch(*cluster, "slots");
 }
@@ -165,13 +142,13 @@ TEST(MismatchTest, ADifferentLayoutIsNamed) {
   job.adjust_worker = [](size_t rank, WorkerOptions& o) {
     if (rank == 1) o.job.layout = RackLayout::Uniform(1, 3);
   };
-  auto cluster = Cluster(std::move(job));
+  auto cluster = testing::StartCluster(std::move(job));
   ASSERT_NE(cluster, nullptr);
   ExpectNamedMismatch(*cluster, "layout");
 }
 
 TEST(MismatchTest, DifferentOperationSizesAreNamedAndNoResultIsDelivered) {
-  auto cluster = Cluster(Job(2));
+  auto cluster = testing::StartCluster(Job(2));
   ASSERT_NE(cluster, nullptr);
   // The same collective step, but worker 1 has half the tensor.
   std::vector<std::vector<float>> in = {Values(6000, 1), Values(3000, 2)};
@@ -194,7 +171,7 @@ TEST(MismatchTest, DifferentOperationSizesAreNamedAndNoResultIsDelivered) {
 }
 
 TEST(MismatchTest, EveryOperationIsConfirmedOncePerPiece) {
-  auto cluster = Cluster(Job(2));
+  auto cluster = testing::StartCluster(Job(2));
   ASSERT_NE(cluster, nullptr);
   ExpectExactRound(*cluster, /*ops=*/4, /*size=*/5000, /*seed=*/3);
   EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
