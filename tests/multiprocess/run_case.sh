@@ -259,10 +259,11 @@ case "$case_name" in
     ;;
   worker_killed)
     up --jobs=2
-    # Job 1 as long as job 2: the kill comes once both have made progress, and
-    # job 1 must still be running then (at 6x it finished first once the RTO
-    # stopped firing spuriously: jobs got faster).
-    for r in 0 1 2 3; do start_worker 1 "$r" --iterations=$((iterations * 20)); done
+    # Job 1 twice as long as job 2: the kill comes once both have made
+    # progress, and job 1 must still be running then (at 6x it finished first
+    # once the RTO stopped firing spuriously, and at 20x once in 4 clean runs
+    # on 2026-12-02 while job 2's last worker was still starting).
+    for r in 0 1 2 3; do start_worker 1 "$r" --iterations=$((iterations * 40)); done
     for r in 0 1 2 3; do start_worker 2 "$r" --iterations=$((iterations * 20)); done
     wait_progress 2 3
     wait_progress 1 0
