@@ -78,6 +78,8 @@ expect 2 "worker does not take --io_threads" "$testbed" worker --dir="$dir" --jo
 expect 2 "--signal=FOO: not a signal" "$testbed" kill-switch --dir="$dir" --signal=FOO tor0
 expect 2 "kill-switch needs exactly one NAME" "$testbed" kill-switch --dir="$dir"
 expect 2 "--signal=FOO: not a signal" "$testbed" kill-ps --dir="$dir" --signal=FOO ps1
+expect 2 "--signal=0: not a signal that stops" "$testbed" kill-switch --dir="$dir" --signal=0 tor0
+expect 2 "--signal=EXIT: not a signal that stops" "$testbed" kill-ps --dir="$dir" --signal=EXIT ps1
 expect 2 "kill-ps needs exactly one NAME" "$testbed" kill-ps --dir="$dir"
 expect 2 "start-ps does not take --signal" "$testbed" start-ps --dir="$dir" --signal=KILL ps1
 expect 2 "status: unexpected argument 'extra'" "$testbed" status --dir="$dir" extra
