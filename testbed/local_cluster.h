@@ -89,6 +89,11 @@ class LocalCluster {
   ParameterServer& parameter_server(size_t job, size_t index) {
     return *jobs_[job].servers[index];
   }
+  // parameter_server_device: the device of PS `index` of job `job` (with
+  // start_parameter_servers false, for a PS the caller runs itself).
+  transport::Device& parameter_server_device(size_t job, size_t index) {
+    return *jobs_[job].ps_devices[index];
+  }
   // fabric / wire: null with kKernelUdp.
   SwitchFabric* fabric() { return fabric_.get(); }
   transport::LoopbackWire* wire() { return wire_.get(); }

@@ -89,7 +89,16 @@ nlohmann::json PsStatsJson(const ParameterServerStats& s) {
           {"collisions_rehashed", s.collisions_rehashed},
           {"overflow_requests", s.overflow_requests},
           {"orphans_released", s.orphans_released},
-          {"ce_to_ecn", s.ce_to_ecn}};
+          {"ce_to_ecn", s.ce_to_ecn},
+          {"pulls_answered", s.pulls_answered},
+          {"pulls_ignored", s.pulls_ignored},
+          {"control_received", s.control_received},
+          {"control_rejected", s.control_rejected},
+          {"status_sent", s.status_sent},
+          {"join_requests", s.join_requests},
+          {"rebuilds", s.rebuilds},
+          {"mismatches", s.mismatches},
+          {"operations_confirmed", s.operations_confirmed}};
 }
 
 // AggregationLine: "is it aggregating?" since `before`: of the fragments
@@ -158,6 +167,8 @@ int Main(int argc, char** argv) {
     place.delivery = ParameterDelivery::kMulticast;
   } else if (delivery == "unicast") {
     place.delivery = ParameterDelivery::kUnicast;
+    // One copy to each worker's address: a group would be ignored.
+    tool::ExitIfBad("atp-ps", tool::RefuseGiven({"group"}, "only with --delivery=multicast"));
   } else {
     std::fprintf(stderr, "atp-ps: --delivery: '%s' is not multicast or unicast\n", delivery.c_str());
     return kBadFlagsExit;

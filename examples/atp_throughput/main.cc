@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -60,6 +61,10 @@ ABSL_FLAG(int, window, 0,
           "Initial window, fragments in flight per queue; 0: 200, or from --link_gbps.");
 ABSL_FLAG(int, slots, 0,
           "Window slots per queue (a power of two >= --window); 0: 256, or from --link_gbps.");
+ABSL_FLAG(int, pause_after_iteration, 0,
+          "--role=worker, for tests: once this many iterations are done (no operation in "
+          "flight), stop the whole process (SIGSTOP) until it gets a SIGCONT, so that a test "
+          "can restart the PS between two operations (tests/multiprocess ps_restart); 0: never.");
 ABSL_FLAG(bool, json, false, "Print the result as one JSON object instead of text.");
 ABSL_FLAG(bool, progress, true,
           "Print a progress line on stderr after each iteration (--role=worker: also with --json).");
@@ -111,7 +116,7 @@ int Main(int argc, char** argv) {
       {"rank", "seed", "deadline_s", "address", "dpdk_port", "memif_socket", "memif_role",
        "memif_id", "iface", "netns", "pci", "dpdk_memory_mb", "udp_bind", "udp_gateway", "job",
        "workers_per_rack", "ps_address", "group", "pcap_dir", "pcap_max_file_mb",
-       "pcap_max_files"},
+       "pcap_max_files", "source_check", "pause_after_iteration"},
       "only with --role=worker"));
   ClusterShape shape;
   shape.workers = absl::GetFlag(FLAGS_workers);
@@ -314,11 +319,13 @@ int RunWorker() {
   // A worker's job shape comes from the endpoint flags (--racks,
   // --workers_per_rack); its window and slots are the job's defaults, which
   // the PS (atp-ps) must share: these would be ignored.
-  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss", "slots", "window"},
+  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss", "slots", "window", "link_gbps", "path_rtt_us"},
                                               "only with --role=cluster"));
   CheckSizeFlags(3);  // input, output, expected sum
   if (!(deadline_s > 0)) return bad("--deadline_s: must be > 0");
   if (absl::GetFlag(FLAGS_rank) < 0) return bad("--rank: required with --role=worker (0, 1, ...)");
+  const int pause_after = absl::GetFlag(FLAGS_pause_after_iteration);
+  tool::ExitIfBad(kProgram, tool::CheckRange("pause_after_iteration", pause_after, 0, iterations - 1));
   EndpointPlace place;
   place.role = EndpointRole::kWorker;
   place.rank = absl::GetFlag(FLAGS_rank);
@@ -413,6 +420,14 @@ int RunWorker() {
     if (progress) {
       std::fprintf(stderr, "%s: [%d/%d] %.3f s  %.3f GB/s  %s\n", who.c_str(), it + 1, iterations,
                    seconds, static_cast<double>(n) * 4 / seconds / 1e9, wrong == 0 ? "exact" : "WRONG");
+    }
+    if (it + 1 == pause_after) {
+      // Every fragment so far is acknowledged at this worker: the test that
+      // waits for every worker to stop knows no operation is in flight.
+      std::fprintf(stderr, "%s: paused after iteration %d (SIGSTOP; SIGCONT resumes)\n", who.c_str(),
+                   pause_after);
+      std::fflush(stderr);
+      std::raise(SIGSTOP);
     }
   }
   if (!run.error.empty()) std::fprintf(stderr, "%s: %s\n", who.c_str(), run.error.c_str());

@@ -154,8 +154,13 @@ class EmbeddedParameterServer {
   // HandleFrame: one received 306-byte frame. Returns wire::DecodeError::kOk
   // when it was a valid ATP frame and went to the engine (which may still
   // count it as a duplicate, stale, another PS's queue, ...) or was refused
-  // for its source (stats().source_refused), or why it was rejected. The frames it causes go to `sink` before it returns, from the
-  // calling thread, under the lock of the frame's shard. Any thread.
+  // for its source (stats().source_refused), or why it was rejected. The
+  // frames it causes go to `sink` before it returns, from the calling thread,
+  // under the lock of the frame's shard: parameter packets, answers to
+  // control frames, and at most once per waiting_report_interval per shard a
+  // "waiting for workers" status naming the workers a long-incomplete
+  // fragment lacks (as ParameterServer sends; docs/protocol.md "Failures,
+  // runs and restarts"). Any thread.
   wire::DecodeError HandleFrame(std::span<const uint8_t> frame, FrameSink& sink);
 
   // HandleMessage: the same for a 264-byte ATP message, as a UDP socket
@@ -168,8 +173,9 @@ class EmbeddedParameterServer {
   // longer than ParameterServerOptions::orphan_timeout (their workers died or
   // gave up; ATP-SPEC invariant 5), reading the monotonic clock. HandleFrame
   // already does this a little at a time, so call it only when frames may
-  // have stopped: every orphan_timeout / 4 or so from an idle timer. Returns
-  // how many it released. Any thread (takes each shard's lock in turn).
+  // have stopped: every orphan_timeout / 4 or so from an idle timer. Logs
+  // (warning) what was released, naming the workers that never contributed.
+  // Returns how many it released. Any thread (takes each shard's lock in turn).
   size_t ReleaseOrphans();
 
   // stats: any thread (takes each shard's lock briefly).

@@ -165,6 +165,7 @@ class EmbeddedParameterServerImpl {
       std::lock_guard<std::mutex> lock(shard->mu);
       const ps::PsEngine& engine = shard->engine->engine();
       released += shard->engine->ScanOrphans(now, engine.total_slots());
+      shard->engine->LogAbandoned();  // released here or while handling frames
     }
     return released;
   }
@@ -211,6 +212,11 @@ class EmbeddedParameterServerImpl {
       shard.engine->CarryCongestion(*fields, message);
     }
     shard.engine->OnMessage(message, now, sink);
+    // Name the workers that long-incomplete fragments wait for, as the
+    // threaded PS does from its loop (rate-limited inside). Live workers keep
+    // resending what is incomplete, so frames keep coming while there is
+    // anything to report.
+    if (shard.engine->engine().live_slots() > 0) shard.engine->ReportWaiting(now, sink);
   }
 
   const ParameterServerOptions options_;

@@ -218,6 +218,9 @@ class Parser {
         ATP_ASSIGN_OR_RETURN(port.queue_frames,
                              ctx_.Uint(*frames, field + ".queue_frames", 1, kMaxQueueFrames));
       }
+      if (std::optional<YamlField> admits = m.Take("admits")) {
+        ATP_RETURN_IF_ERROR(ParseAdmits(*admits, field + ".admits", &port));
+      }
       switch (port.type) {
         case PortType::kMemif: {
           ATP_ASSIGN_OR_RETURN(YamlField socket, m.Require("socket"));
@@ -503,6 +506,25 @@ class Parser {
       }
     }
     return port;
+  }
+
+  // ParseAdmits: a port's `admits` list: parameters, gradients, both or none.
+  absl::Status ParseAdmits(const YamlField& list, const std::string& field, PortConfig* port) {
+    ATP_RETURN_IF_ERROR(ctx_.Sequence(list, field));
+    port->admits_parameters = false;
+    port->admits_gradients = false;
+    for (size_t k = 0; k < list.node.size(); ++k) {
+      const std::string kfield = absl::StrCat(field, "[", k, "]");
+      const YamlField item = list.Item(list.node[k]);
+      ATP_ASSIGN_OR_RETURN(size_t kind, ctx_.OneOf(item, kfield, {"parameters", "gradients"}));
+      bool& admitted = kind == 0 ? port->admits_parameters : port->admits_gradients;
+      if (admitted) {
+        return ctx_.ErrorAt(item, absl::StrCat(kfield, ": '", kind == 0 ? "parameters" : "gradients",
+                                               "' listed twice"));
+      }
+      admitted = true;
+    }
+    return absl::OkStatus();
   }
 
   // ParseAdmission: a job's ingress_check, ps, parameters_from and

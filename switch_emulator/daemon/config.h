@@ -52,6 +52,12 @@ struct PortConfig {
   // as fast as the port takes frames.
   uint64_t rate_mbps = 0;
   uint32_t queue_frames = 1024;
+  // admits: which ATP frames of any job may arrive on the port (`admits:
+  // [parameters, gradients]`, the default): parameter packets (`ack`, from a
+  // PS's side) and gradients (no `ack`, from workers' side). What a
+  // forwarding-only switch can check without knowing jobs (docs/security.md).
+  bool admits_parameters = true;
+  bool admits_gradients = true;
   // kMemif
   std::string socket;  // a socket file path
   MemifPortRole role = MemifPortRole::kServer;

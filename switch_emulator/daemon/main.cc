@@ -125,6 +125,11 @@ absl::Status BuildTables(const SwitchdConfig& config, SwitchDaemonOptions& optio
       return absl::InvalidArgumentError(absl::StrCat(config.path, ":", m.line, ": ", s.message()));
     }
   }
+  for (uint32_t p = 0; p < config.ports.size(); ++p) {
+    const PortConfig& port = config.ports[p];
+    if (port.admits_parameters && port.admits_gradients) continue;
+    options.admission.RestrictPort(p, port.admits_parameters, port.admits_gradients);
+  }
   for (const JobEntryConfig& job : config.jobs) {
     if (!job.ingress_check) continue;
     if (absl::Status s = options.admission.Restrict(job.id, job.parameter_ports, job.gradient_ports);

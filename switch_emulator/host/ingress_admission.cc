@@ -24,8 +24,24 @@ absl::Status IngressAdmission::Restrict(uint8_t job, std::span<const uint32_t> p
   Set(unknown_port_.gradients, job, false);
   Apply(r);
   restrictions_.push_back(std::move(r));
+  ApplyPortKinds();  // a job's ports never undo a port's own restriction
   active_ = true;
   return absl::OkStatus();
+}
+
+void IngressAdmission::RestrictPort(uint32_t port, bool parameters, bool gradients) {
+  port_kinds_.push_back(PortKinds{port, parameters, gradients});
+  port_limit_ = std::max(port_limit_, port + 1);
+  ApplyPortKinds();
+  active_ = true;
+}
+
+void IngressAdmission::ApplyPortKinds() {
+  for (const PortKinds& k : port_kinds_) {
+    if (k.port >= ports_.size()) continue;
+    if (!k.parameters) ports_[k.port].parameters = JobSet{};
+    if (!k.gradients) ports_[k.port].gradients = JobSet{};
+  }
 }
 
 void IngressAdmission::Apply(const Restriction& r) {
@@ -45,6 +61,7 @@ void IngressAdmission::AddPorts(uint32_t count) {
   if (count <= ports_.size()) return;
   ports_.resize(count, unknown_port_);
   for (const Restriction& r : restrictions_) Apply(r);
+  ApplyPortKinds();
 }
 
 const char* IngressRefusalName(IngressRefusal refusal) {

@@ -19,7 +19,13 @@
 // are not ATP frames for base_port..base_port+15, are admitted on any port
 // (the pipeline then forwards or refuses them as before).
 //
-// Cost: per frame, when at least one job is restricted, a few loads of
+// A port may also be restricted for every job (RestrictPort, atp-switchd's
+// port key `admits`): no parameter packet, or no gradient, of any job, known
+// here or not, arrives on it. That is what a switch that only forwards (no
+// job configured: the testbed's core) can check: parameter packets only on
+// the ports toward the PSs, gradients only on those toward the workers.
+//
+// Cost: per frame, when at least one job or port is restricted, a few loads of
 // bytes the pipeline reads next anyway and one bit test in the port's
 // 32-byte table (no hashing, no branch on the job).
 #ifndef ATP_SWITCH_EMULATOR_HOST_INGRESS_ADMISSION_H_
@@ -38,8 +44,8 @@ namespace atp::switchd {
 // IngressRefusal: why a frame was refused at its ingress port.
 enum class IngressRefusal : uint8_t {
   kAdmitted = 0,
-  kParameterPort,  // a parameter packet (ack) of a job on a port not toward its PS
-  kGradientPort,   // a gradient (no ack) of a job on a port not toward its workers
+  kParameterPort,  // a parameter packet (ack) on a port not toward its job's PS
+  kGradientPort,   // a gradient (no ack) on a port not toward its job's workers
 };
 
 class IngressAdmission {
@@ -53,6 +59,11 @@ class IngressAdmission {
   // InvalidArgument for job 0 or a job restricted twice.
   absl::Status Restrict(uint8_t job, std::span<const uint32_t> parameter_ports,
                         std::span<const uint32_t> gradient_ports);
+
+  // RestrictPort: port `port` admits parameter packets (of any job) only if
+  // `parameters`, gradients only if `gradients`, on top of any job's
+  // restriction. Control path.
+  void RestrictPort(uint32_t port, bool parameters, bool gradients);
 
   // AddPorts: the host has `count` ports from now on (ports added later
   // admit nothing of a restricted job unless a Restrict listed them).
@@ -120,7 +131,15 @@ class IngressAdmission {
     std::vector<uint32_t> gradient_ports;
   };
   std::vector<Restriction> restrictions_;
+  // PortKinds: what RestrictPort was told about one port.
+  struct PortKinds {
+    uint32_t port = 0;
+    bool parameters = true;
+    bool gradients = true;
+  };
+  std::vector<PortKinds> port_kinds_;
   void Apply(const Restriction& r);
+  void ApplyPortKinds();
 };
 
 // IngressRefusalName: "parameter_port" / "gradient_port" (stats and metrics).

@@ -8,7 +8,9 @@
 # Cases:
 #   one_job         1 job, 4 workers in 2 racks, 2 aggregation levels: every
 #                   worker's every result exact; the switches aggregated (tor0,
-#                   tor1 at level 1, torps at level 2); no aggregator left in use.
+#                   tor1 at level 1, torps at level 2); no aggregator left in
+#                   use; the core (ports restricted by kind, `admits`) refused
+#                   none of the job's frames.
 #   two_jobs        2 jobs at once on the same racks: both exact, no aggregator left.
 #   switch_restart  tor0 killed (SIGKILL) mid-job and started again: the job
 #                   finishes, exact.
@@ -48,6 +50,15 @@
 #                   complete": every one refused at the probe port and counted
 #                   by reason (rx_refused), none reaches a worker or the PS;
 #                   every result exact.
+#   ps_restart      the PS killed (SIGKILL) mid-job, between two operations
+#                   (every worker stopped by --pause_after_iteration, so every
+#                   fragment so far completed at every worker: the restart
+#                   libatp recovers; docs/protocol.md "Runs and restarts"),
+#                   started again with the same command line, the workers
+#                   resumed: every result exact, the new PS rebuilt its
+#                   window from the workers' joins. Then a second run of
+#                   fresh workers against the same PS: exact, recognised as a
+#                   new run (the PS rebuilt again).
 #
 # Variants (scripts/testbed): memif (DPDK memif, no root), netns (veth pairs,
 # DPDK af_packet, root), udp (kernel UDP sockets on 127.0.0.1 carrying whole
@@ -194,6 +205,26 @@ wait_progress() {
   done
 }
 
+# wait_paused JOB RANK: the worker has stopped itself (--pause_after_iteration:
+# SIGSTOP, state T in /proc), before a deadline.
+wait_paused() {
+  local j="$1" r="$2" pid limit=$((SECONDS + deadline_s)) state
+  pid=$(cat "$out/w${j}_$r.pid")
+  while :; do
+    state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || fail "worker $r of job $j ended before pausing"
+    [[ "$state" == T ]] && return 0
+    [[ -n "$state" && "$state" != Z ]] || fail "worker $r of job $j ended before pausing"
+    [[ $SECONDS -lt $limit ]] || fail "worker $r of job $j did not pause in ${deadline_s} s"
+    sleep 0.05
+  done
+}
+
+# ps_rebuilds: the PS's rebuilds counter, now.
+ps_rebuilds() {
+  "$testbed" stats --dir="$dir" ps1 >"$out/ps1.json"
+  json "$out/ps1.json" 'd["ps"]["rebuilds"]'
+}
+
 case "$case_name" in
   one_job)
     up --jobs=1
@@ -204,6 +235,9 @@ case "$case_name" in
     done
     [[ $(json "$out/torps.json" 'd["pipeline"]["completed"]') -gt 0 ]] || fail "torps completed no level-2 aggregate"
     [[ $(json "$out/core.json" 'd["pipeline"]["aggregated"]') -eq 0 ]] || fail "the core aggregated"
+    # The core's ports admit one kind each (admits): the job's own frames pass.
+    [[ $(json "$out/core.json" 'sum(sum(p["rx_refused"].values()) for p in d["ports"])') -eq 0 ]] ||
+      fail "the core refused frames of the job"
     wait_aggregators_free 5
     ;;
   single_switch)
@@ -539,6 +573,29 @@ PY
       [[ $n -gt 0 ]] || fail "tshark found no ATP frame of job 1 in the PS's capture"
       note "the PS's capture: $n ATP frames of job 1 (tshark)"
     fi
+    ;;
+  ps_restart)
+    up --jobs=1
+    # Twice the usual iterations, every worker stopping itself half-way.
+    for ((r = 0; r < workers; r++)); do
+      start_worker 1 "$r" --iterations=$((2 * iterations)) --pause_after_iteration="$iterations"
+    done
+    for ((r = 0; r < workers; r++)); do wait_paused 1 "$r"; done
+    "$testbed" kill-ps --dir="$dir" --signal=KILL ps1
+    note "every worker paused after $iterations of $((2 * iterations)) iterations; ps1 killed"
+    "$testbed" start-ps --dir="$dir" ps1
+    for ((r = 0; r < workers; r++)); do kill -CONT "$(cat "$out/w1_$r.pid")"; done
+    note "ps1 restarted, workers resumed"
+    for ((r = 0; r < workers; r++)); do wait_worker 1 "$r"; done
+    rebuilds=$(ps_rebuilds)
+    [[ $rebuilds -gt 0 ]] || fail "the restarted PS rebuilt nothing"
+    note "job 1 exact across the PS restart ($rebuilds queue rebuild(s))"
+    # A second run: fresh workers against the PS that served the first.
+    for ((r = 0; r < workers; r++)); do start_worker 1 "$r" --iterations=1; done
+    for ((r = 0; r < workers; r++)); do wait_worker 1 "$r"; done
+    second=$(ps_rebuilds)
+    [[ $second -gt $rebuilds ]] || fail "the PS did not rebuild for the second run ($rebuilds, then $second rebuilds)"
+    note "a second run of fresh workers against the same PS exact ($second rebuilds in all)"
     ;;
   *)
     echo "run_case.sh: unknown case '$case_name'" >&2

@@ -5,7 +5,8 @@
 # never a shell error ("unbound variable") or a silent acceptance; and the
 # testbed's process bookkeeping holds (issue 12 part 5):
 #
-#   - kill-switch --signal=FOO: exit 2, the switch still runs;
+#   - kill-switch / kill-ps --signal=FOO: exit 2, the switch / PS still runs;
+#     start-ps of a running PS: exit 1;
 #   - a second `worker` for a running rank: exit 1, the first keeps its pid
 #     file, and `down` stops it;
 #   - down --dir=/new/x creates nothing; down on a directory that holds no
@@ -76,6 +77,11 @@ expect 2 "worker needs --job=J and --rank=R" "$testbed" worker --dir="$dir" --jo
 expect 2 "worker does not take --io_threads" "$testbed" worker --dir="$dir" --job=1 --rank=0 --io_threads=2
 expect 2 "--signal=FOO: not a signal" "$testbed" kill-switch --dir="$dir" --signal=FOO tor0
 expect 2 "kill-switch needs exactly one NAME" "$testbed" kill-switch --dir="$dir"
+expect 2 "--signal=FOO: not a signal" "$testbed" kill-ps --dir="$dir" --signal=FOO ps1
+expect 2 "--signal=0: not a signal that stops" "$testbed" kill-switch --dir="$dir" --signal=0 tor0
+expect 2 "--signal=EXIT: not a signal that stops" "$testbed" kill-ps --dir="$dir" --signal=EXIT ps1
+expect 2 "kill-ps needs exactly one NAME" "$testbed" kill-ps --dir="$dir"
+expect 2 "start-ps does not take --signal" "$testbed" start-ps --dir="$dir" --signal=KILL ps1
 expect 2 "status: unexpected argument 'extra'" "$testbed" status --dir="$dir" extra
 expect 1 "no testbed in" "$testbed" status --dir="$dir"
 # down: idempotent, creates nothing, removes only a testbed's DIR.
@@ -124,6 +130,12 @@ expect 2 "unknown switch 'core' \(this testbed has: tor0\)" "$testbed" kill-swit
 switch_pid=$(cat "$dir/pids/tor0.pid")
 expect 2 "--signal=FOO: not a signal" "$testbed" kill-switch --dir="$dir" --signal=FOO tor0
 kill -0 "$switch_pid" || fail "tor0 died after kill-switch --signal=FOO"
+expect 2 "unknown PS 'ps2' \(this testbed has: ps1\)" "$testbed" kill-ps --dir="$dir" ps2
+expect 2 "unknown PS 'tor0'" "$testbed" start-ps --dir="$dir" tor0
+ps_pid=$(cat "$dir/pids/ps1.pid")
+expect 2 "--signal=FOO: not a signal" "$testbed" kill-ps --dir="$dir" --signal=FOO ps1
+kill -0 "$ps_pid" || fail "ps1 died after kill-ps --signal=FOO"
+expect 1 "ps1 is running already" "$testbed" start-ps --dir="$dir" ps1
 expect 2 "stats needs exactly one NAME" "$testbed" stats --dir="$dir"
 expect 2 "unknown switch 'w1r0i0'" "$testbed" stats --dir="$dir" w1r0i0
 expect 1 "a testbed is up in" "$testbed" up --variant=udp --racks=1 --dir="$dir"

@@ -186,6 +186,29 @@ TEST(SwitchdConfigTest, PortRate) {
                     "queue of its own)");
 }
 
+// admits: what a port brings in, for every job (a forwarding-only switch's
+// check, docs/security.md).
+TEST(SwitchdConfigTest, PortAdmits) {
+  absl::StatusOr<SwitchdConfig> c = ParseSwitchdConfig(
+      Minimal("  - {name: b, type: memif, socket: /b, admits: [gradients]}\n"
+              "  - {name: c, type: memif, socket: /c, admits: [parameters]}\n"
+              "  - {name: d, type: memif, socket: /d, admits: []}\n"
+              "  - {name: e, type: memif, socket: /e, admits: [gradients, parameters]}\n"),
+      kPath);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->ports[0].admits_parameters && c->ports[0].admits_gradients) << "default: both";
+  EXPECT_TRUE(!c->ports[1].admits_parameters && c->ports[1].admits_gradients);
+  EXPECT_TRUE(c->ports[2].admits_parameters && !c->ports[2].admits_gradients);
+  EXPECT_TRUE(!c->ports[3].admits_parameters && !c->ports[3].admits_gradients);
+  EXPECT_TRUE(c->ports[4].admits_parameters && c->ports[4].admits_gradients);
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /b, admits: [acks]}\n")),
+            At(5) + "ports[1].admits[0]: expected one of parameters, gradients, got 'acks'");
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /b, admits: [gradients, gradients]}\n")),
+            At(5) + "ports[1].admits[1]: 'gradients' listed twice");
+  EXPECT_THAT(ErrorOf(Minimal("  - {name: b, type: memif, socket: /b, admits: gradients}\n")),
+              StartsWith(At(5) + "ports[1].admits: "));
+}
+
 TEST(SwitchdConfigTest, BadEnumValues) {
   EXPECT_EQ(ErrorOf(Minimal("partition: fixed\n")),
             At(5) + "partition: expected one of dynamic, static, got 'fixed'");

@@ -78,6 +78,40 @@ TEST(IngressAdmissionTest, FramesThatAreNotAtpAreNotJudged) {
   EXPECT_EQ(a.Check(0, ack, kBase), IngressRefusal::kParameterPort);
 }
 
+// A forwarding-only switch (no job of its own): its ports restricted by kind
+// for every job, known or not; a job's own restriction never reopens them.
+TEST(IngressAdmissionTest, PortsRestrictedByKindForEveryJob) {
+  IngressAdmission a;
+  a.RestrictPort(0, /*parameters=*/false, /*gradients=*/true);   // toward a rack
+  a.RestrictPort(2, /*parameters=*/true, /*gradients=*/false);   // toward the PSs
+  EXPECT_TRUE(a.active());
+  EXPECT_EQ(a.port_limit(), 3u);
+  a.AddPorts(4);
+  for (uint8_t job : {uint8_t{1}, uint8_t{200}}) {
+    EXPECT_EQ(a.Check(0, Frame(job, true), kBase), IngressRefusal::kParameterPort) << int{job};
+    EXPECT_EQ(a.Check(0, Frame(job, false), kBase), IngressRefusal::kAdmitted) << int{job};
+    EXPECT_EQ(a.Check(2, Frame(job, true), kBase), IngressRefusal::kAdmitted) << int{job};
+    EXPECT_EQ(a.Check(2, Frame(job, false), kBase), IngressRefusal::kGradientPort) << int{job};
+    EXPECT_EQ(a.Check(3, Frame(job, true), kBase), IngressRefusal::kAdmitted) << "unrestricted";
+    EXPECT_EQ(a.Check(3, Frame(job, false), kBase), IngressRefusal::kAdmitted) << "unrestricted";
+  }
+  const uint32_t everywhere[] = {0, 1, 2, 3};
+  ASSERT_TRUE(a.Restrict(5, everywhere, everywhere).ok());
+  EXPECT_EQ(a.Check(0, Frame(5, true), kBase), IngressRefusal::kParameterPort);
+  EXPECT_EQ(a.Check(2, Frame(5, false), kBase), IngressRefusal::kGradientPort);
+  EXPECT_EQ(a.Check(1, Frame(5, true), kBase), IngressRefusal::kAdmitted);
+}
+
+TEST(IngressAdmissionTest, APortRestrictedBeforeItIsAddedGetsItsBits) {
+  IngressAdmission a;
+  a.RestrictPort(5, /*parameters=*/false, /*gradients=*/false);
+  a.AddPorts(2);
+  a.AddPorts(6);
+  EXPECT_EQ(a.Check(5, Frame(1, true), kBase), IngressRefusal::kParameterPort);
+  EXPECT_EQ(a.Check(5, Frame(1, false), kBase), IngressRefusal::kGradientPort);
+  EXPECT_EQ(a.Check(4, Frame(1, false), kBase), IngressRefusal::kAdmitted);
+}
+
 TEST(IngressAdmissionTest, RefusesJobZeroAndARestrictionTwice) {
   IngressAdmission a;
   EXPECT_FALSE(a.Restrict(0, {}, {}).ok());

@@ -56,6 +56,8 @@ expect "--seed" atp-throughput --seed=2
 expect "--deadline_s" atp-throughput --deadline_s=5
 expect "--udp_bind" atp-throughput --udp_bind=127.0.0.1:47000
 expect "--pcap_dir" atp-throughput --pcap_dir="$dir"
+expect "--source_check" atp-throughput --source_check=off
+expect "--pause_after_iteration" atp-throughput --pause_after_iteration=1
 # --- atp-throughput --role=worker
 expect "--slots" atp-throughput "${worker[@]}" --slots=64
 expect "--window" atp-throughput "${worker[@]}" --window=10
@@ -72,6 +74,10 @@ expect "--address" atp-throughput "${worker[@]}" --address=0.0.0.0
 expect "--address" atp-throughput "${worker[@]}" --address=10.1.0.2
 expect "--dpdk_memory_mb" atp-throughput "${worker[@]}" --dpdk_memory_mb=512
 expect "--memif_role" atp-throughput "${worker[@]}" --memif_role=server
+expect "--source_check" atp-throughput "${worker[@]}" --source_check=maybe
+expect "--link_gbps" atp-throughput "${worker[@]}" --link_gbps=10 --path_rtt_us=100
+expect "--pause_after_iteration" atp-throughput "${worker[@]}" --iterations=3 --pause_after_iteration=3
+expect "--pause_after_iteration" atp-throughput "${worker[@]}" --pause_after_iteration=-1
 if [[ "$have_dpdk" == 1 ]]; then
   expect "--memif_id" atp-throughput --role=worker --rank=0 --dpdk_port=pci --pci=0000:3b:00.0 --memif_id=3
   expect "--iface" atp-throughput --role=worker --rank=0 --memif_socket=/tmp/x.sock --iface=eth0
@@ -91,6 +97,8 @@ expect "--address" atp-ps "${ps[@]}" --address=10.1.200.1 --ps_address=10.1.200.
 expect "--ps_address" atp-ps "${ps[@]}" --ps_address=239.1.0.1
 expect "--source_check" atp-ps "${ps[@]}" --source_check=maybe
 expect "--pcap_max_file_mb" atp-ps "${ps[@]}" --pcap_max_file_mb=8
+expect "contribution_skipping" atp-ps "${ps[@]}" --contribution_skipping=maybe
+expect "--group" atp-ps "${ps[@]}" --delivery=unicast --group=239.1.0.5
 
 # --- atp-switchd (flags, then its YAML; --check_config opens no port)
 good="$dir/good.yaml"
@@ -166,6 +174,19 @@ yaml admission_ps_not_host "jobs[0].ps[0]: 0.0.0.0 is not a host address" "${adm
 yaml admission_both "jobs[0].parameters_from: give either" "${admission}  - {id: 1, level: 1, group: 239.1.0.1, ps: [10.1.200.1], parameters_from: [up]}
 "
 yaml admission_port "jobs[0].gradients_from[0]: no port named 'w9'" "${admission}  - {id: 1, level: 1, group: 239.1.0.1, gradients_from: [w9]}
+"
+yaml admission_check "jobs[0].ingress_check: expected true or false" "${admission}  - {id: 1, level: 1, group: 239.1.0.1, ingress_check: maybe}
+"
+yaml admission_ps_empty "jobs[0].ps: needs at least one address" "${admission}  - {id: 1, level: 1, group: 239.1.0.1, ps: []}
+"
+yaml admits "ports[0].admits[0]: expected one of parameters, gradients" "${head}ports:
+  - {name: a, type: memif, socket: /tmp/atp-x.sock, admits: [acks]}
+"
+yaml rate "ports[0].rate_mbps: 0 is not in 1..1000000" "${head}ports:
+  - {name: a, type: memif, socket: /tmp/atp-x.sock, rate_mbps: 0}
+"
+yaml queue_frames "ports[0].queue_frames: only with rate_mbps" "${head}ports:
+  - {name: a, type: memif, socket: /tmp/atp-x.sock, queue_frames: 64}
 "
 
 # --- atp-ping

@@ -71,7 +71,7 @@ class KernelUdpHarness final : public BackendHarness {
   // InjectMalformed: alternately a 100-byte datagram (wrong size) and a
   // datagram of the right size that is not acceptable: with kAtpMessage a
   // whole 264-byte message from a socket no node owns (unknown sender); with
-  // kWholeFrame 306 zero bytes (not IPv4).
+  // kWholeFrame 306 zero bytes from such a socket (neither a peer nor IPv4).
   absl::Status InjectMalformed(DevicePair& pair, uint32_t queue, int count) override {
     auto& b = static_cast<KernelUdpDevice&>(*pair.b);
     const SocketAddress target = b.self().queue_sockets.at(queue);

@@ -365,21 +365,41 @@ KernelUdpOptions WholeFrameOptions(const char* node, uint32_t queues = 1) {
   return options;
 }
 
-// SendDatagrams: each of `datagrams` as one UDP datagram from a fresh socket
-// (no node owns it) to `to`, with the IPv4 TOS byte `tos`.
-void SendDatagrams(const SocketAddress& to, const std::vector<std::vector<uint8_t>>& datagrams,
-                   int tos = wire::kTosEct0) {
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)), 0);
-  const sockaddr_in address = internal::ToSockaddr(to);
-  for (const std::vector<uint8_t>& datagram : datagrams) {
-    ASSERT_EQ(::sendto(fd, datagram.data(), datagram.size(), 0,
-                       reinterpret_cast<const sockaddr*>(&address), sizeof(address)),
-              static_cast<ssize_t>(datagram.size()));
+// DatagramSender: a UDP socket of its own on 127.0.0.1 (a port the kernel
+// picks) that sends raw datagrams: a device's gateway when its address is
+// the device's `gateway`, a stranger otherwise.
+class DatagramSender {
+ public:
+  DatagramSender() : fd_(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) {
+    EXPECT_GE(fd_, 0);
+    sockaddr_in local = internal::ToSockaddr(SocketAddress{Ip("127.0.0.1"), 0});
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<const sockaddr*>(&local), sizeof(local)), 0);
+    socklen_t length = sizeof(local);
+    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &length), 0);
+    address_ = internal::FromSockaddr(local);
   }
-  ::close(fd);
-}
+  ~DatagramSender() { ::close(fd_); }
+  DatagramSender(const DatagramSender&) = delete;
+  DatagramSender& operator=(const DatagramSender&) = delete;
+
+  SocketAddress address() const { return address_; }
+
+  // Send: each of `datagrams` as one datagram to `to`, with IPv4 TOS `tos`.
+  void Send(const SocketAddress& to, const std::vector<std::vector<uint8_t>>& datagrams,
+            int tos = wire::kTosEct0) {
+    ASSERT_EQ(::setsockopt(fd_, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)), 0);
+    const sockaddr_in address = internal::ToSockaddr(to);
+    for (const std::vector<uint8_t>& datagram : datagrams) {
+      ASSERT_EQ(::sendto(fd_, datagram.data(), datagram.size(), 0,
+                         reinterpret_cast<const sockaddr*>(&address), sizeof(address)),
+                static_cast<ssize_t>(datagram.size()));
+    }
+  }
+
+ private:
+  const int fd_;
+  SocketAddress address_;
+};
 
 std::vector<uint8_t> Bytes(const FrameBytes& frame) { return {frame.begin(), frame.end()}; }
 
@@ -412,6 +432,11 @@ TEST(KernelUdpWholeFrame, StrangersGoToTheGatewayOnTheQueueTheirPortNames) {
   auto a = Open(options_a);
   ASSERT_NE(a, nullptr);
   ASSERT_TRUE(a->AddPeer(b->self()).ok());
+  // Receivers take frames only from their peers and gateway: the "switch"
+  // knows A, B knows A and the "switch".
+  ASSERT_TRUE(gw->AddPeer(a->self()).ok());
+  ASSERT_TRUE(b->AddPeer(a->self()).ok());
+  ASSERT_TRUE(b->AddPeer(gw->self()).ok());
 
   const DeviceAddress stranger = Node("10.1.1.1");                   // another rack
   const DeviceAddress group{Ip("239.1.0.1"), DefaultMacFor(Ip("239.1.0.1"))};  // multicast
@@ -471,6 +496,8 @@ TEST(KernelUdpWholeFrame, AnAddedPeerIsReachedDirectlyAfterwards) {
   options_a.gateway = gw->self().queue_sockets[0];
   auto a = Open(options_a);
   ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(gw->AddPeer(a->self()).ok());
+  ASSERT_TRUE(b->AddPeer(a->self()).ok());
   const FrameBytes to_b = MakeFrame(a->address(), b->address(), FrameSpec{wire::MakeSeq(0, 1), 1});
   Collector at_gw(*gw);
   Collector at_b(*b);
@@ -487,12 +514,14 @@ TEST(KernelUdpWholeFrame, AnAddedPeerIsReachedDirectlyAfterwards) {
 // Arrivals that are not whole ATP frames for the queue, with and without GRO.
 class KernelUdpWholeFrameArrivals : public ::testing::TestWithParam<Offload> {};
 
-TEST_P(KernelUdpWholeFrameArrivals, BadArrivalsAreCountedAndGoodOnesFromAnySenderKept) {
+TEST_P(KernelUdpWholeFrameArrivals, BadArrivalsAndStrangersAreCountedAndThePeersFramesKept) {
+  DatagramSender gateway;  // stands for B's ToR
   KernelUdpOptions options = WholeFrameOptions("10.0.0.2", 2);
   options.gro = GetParam();
+  options.gateway = gateway.address();
   auto b = Open(options);
   ASSERT_NE(b, nullptr);
-  const DeviceAddress from = Node("10.1.1.1");  // no node of B's table: any sender will do
+  const DeviceAddress from = Node("10.1.1.1");  // behind the gateway: no node of B's table
   const FrameBytes good = MakeFrame(from, b->address(), FrameSpec{wire::MakeSeq(0, 1), 1});
   const FrameBytes other_queue =
       MakeFrame(from, b->address(), FrameSpec{wire::MakeSeq(1, 2), 2});  // port of queue 1
@@ -520,13 +549,17 @@ TEST_P(KernelUdpWholeFrameArrivals, BadArrivalsAreCountedAndGoodOnesFromAnySende
       Bytes(other_queue),                    // steering is the sender's: queue 1's socket
       Bytes(beyond),                         // port of queue 7: not this device's range
   };
-  SendDatagrams(b->self().queue_sockets[0], bad);
-  SendDatagrams(b->self().queue_sockets[0], {Bytes(good)});
+  gateway.Send(b->self().queue_sockets[0], bad);
+  // A good frame from a socket that is neither the gateway nor a node of the
+  // table (any local process could send it): dropped, counted.
+  DatagramSender stranger;
+  stranger.Send(b->self().queue_sockets[0], {Bytes(good)});
+  gateway.Send(b->self().queue_sockets[0], {Bytes(good)});
   Collector rx(*b);
   ASSERT_TRUE(rx.PollUntilTrue(
-      [&] { return b->queue(0).stats().rx_bad_frames >= bad.size() && rx.total() >= 1; }));
+      [&] { return b->queue(0).stats().rx_bad_frames >= bad.size() + 1 && rx.total() >= 1; }));
   rx.Settle();
-  EXPECT_EQ(b->queue(0).stats().rx_bad_frames, bad.size());
+  EXPECT_EQ(b->queue(0).stats().rx_bad_frames, bad.size() + 1);
   ASSERT_EQ(rx.on_queue(0).size(), 1u);
   EXPECT_EQ(rx.on_queue(0)[0], good) << "kept as received";
   EXPECT_EQ(rx.on_queue(1).size(), 0u);
@@ -534,8 +567,10 @@ TEST_P(KernelUdpWholeFrameArrivals, BadArrivalsAreCountedAndGoodOnesFromAnySende
 }
 
 TEST_P(KernelUdpWholeFrameArrivals, OuterCongestionMarksAnEctInnerFrame) {
+  DatagramSender gateway;
   KernelUdpOptions options = WholeFrameOptions("10.0.0.2");
   options.gro = GetParam();
+  options.gateway = gateway.address();
   auto b = Open(options);
   ASSERT_NE(b, nullptr);
   const DeviceAddress from = Node("10.1.1.1");
@@ -547,12 +582,12 @@ TEST_P(KernelUdpWholeFrameArrivals, OuterCongestionMarksAnEctInnerFrame) {
   // Outer CE (a queue on the overlay's path marked it): the inner ECT(0)
   // frame arrives as CE, with a checksum that verifies: byte for byte what
   // the sender would have built with CE.
-  SendDatagrams(b->self().queue_sockets[0], {Bytes(ect)}, wire::kTosCe);
+  gateway.Send(b->self().queue_sockets[0], {Bytes(ect)}, wire::kTosCe);
   ASSERT_TRUE(rx.PollUntil(1));
   EXPECT_EQ(rx.on_queue(0)[0], ce);
   EXPECT_EQ(wire::ValidateFrame(rx.on_queue(0)[0], b->base_port()), wire::DecodeError::kOk);
   // Outer ECT(0): the inner mark, CE or not, is kept as sent.
-  SendDatagrams(b->self().queue_sockets[0], {Bytes(ce), Bytes(ect)}, wire::kTosEct0);
+  gateway.Send(b->self().queue_sockets[0], {Bytes(ce), Bytes(ect)}, wire::kTosEct0);
   ASSERT_TRUE(rx.PollUntil(3));
   EXPECT_EQ(rx.on_queue(0)[1], ce);
   EXPECT_EQ(rx.on_queue(0)[2], ect);
@@ -560,7 +595,7 @@ TEST_P(KernelUdpWholeFrameArrivals, OuterCongestionMarksAnEctInnerFrame) {
   // the decoder refuses its TOS anyway).
   FrameBytes not_ect = ect;
   not_ect[wire::kIpv4Offset + 1] = 0;
-  SendDatagrams(b->self().queue_sockets[0], {Bytes(not_ect)}, wire::kTosCe);
+  gateway.Send(b->self().queue_sockets[0], {Bytes(not_ect)}, wire::kTosCe);
   ASSERT_TRUE(rx.PollUntil(4));
   EXPECT_EQ(rx.on_queue(0)[3], not_ect);
 }
@@ -580,6 +615,7 @@ TEST(KernelUdpWholeFrame, SegmentationJobsGoOutAsGsoOf306ByteSegments) {
   auto b = Open(options_b);
   ASSERT_TRUE(a && b);
   ASSERT_TRUE(a->AddPeer(b->self()).ok());
+  ASSERT_TRUE(b->AddPeer(a->self()).ok());
   constexpr size_t kSegments = 200;
   std::array<uint8_t, wire::kPayloadBytes> payload{};
   wire::EncodePayload(testing::MakePayload(4), payload);

@@ -56,7 +56,8 @@ class KernelUdpNetnsHarness final : public BackendHarness {
 
   // InjectMalformed: from a socket in b's namespace (no node owns it),
   // alternately a 100-byte datagram and one of the right size that is not
-  // acceptable (kAtpMessage: an unknown sender; kWholeFrame: not IPv4).
+  // acceptable (kAtpMessage: an unknown sender; kWholeFrame: an unknown sender
+  // and not IPv4; kernel_udp_test sends bad frames from a peer).
   absl::Status InjectMalformed(DevicePair& pair, uint32_t queue, int count) override {
     auto& b = static_cast<KernelUdpDevice&>(*pair.b);
     const SocketAddress target = b.self().queue_sockets.at(queue);

@@ -109,6 +109,12 @@ class KernelUdpQueue final : public Queue {
   bool AcceptWholeFrame(uint8_t* frame, uint8_t outer_tos) const;
   // IsWholeFrameFor: the same check, without touching the frame.
   bool IsWholeFrameFor(const uint8_t* frame) const;
+  // FromPeer: kWholeFrame. Whether a datagram from `from` came from a
+  // configured peer: a queue socket of the gateway or of a node of the table
+  // (this node included). Others' datagrams are dropped and counted
+  // (rx_bad_frames), as kAtpMessage drops an unknown sender's: the overlay's
+  // links are bound to their sockets (docs/security.md).
+  bool FromPeer(const sockaddr_in& from);
   void FreeFrame(const FrameRef& frame);
 
   const int fd_;
@@ -145,6 +151,7 @@ class KernelUdpQueue final : public Queue {
     uint32_t segment = 0;    // GRO segment size (the length when not coalesced)
     uint32_t offset = 0;     // the next segment
     const uint8_t* prefix = nullptr;  // kAtpMessage: into prefixes_; null: an unknown sender
+    bool from_peer = false;           // kWholeFrame: FromPeer of its sender
     uint8_t tos = 0;                  // the outer TOS as received
   };
   std::vector<uint8_t> gro_memory_;
@@ -163,6 +170,8 @@ class KernelUdpQueue final : public Queue {
   uint64_t last_prefix_key_ = 0;  // sender address, port and TOS
   bool last_prefix_valid_ = false;
   std::array<uint8_t, wire::kL2L4HeaderBytes> last_prefix_{};
+  uint64_t last_peer_key_ = 0;  // the last sender FromPeer accepted (address, port)
+  bool last_peer_valid_ = false;
   QueueStats stats_;
 };
 

@@ -1,7 +1,8 @@
 // transport/kernel/kernel_udp_rx.cc: a kernel UDP queue's receiving side:
 // recvmmsg straight into frames, or with UDP_GRO into 64 KiB buffers cut into
 // frames; kAtpMessage rebuilds the 42 bytes of L2-L4 headers in front of each
-// message, kWholeFrame checks the frame that arrived and keeps it.
+// message, kWholeFrame checks that a frame came from a configured peer and is
+// a whole ATP frame for the queue, and keeps it.
 #include <arpa/inet.h>
 #include <netinet/udp.h>
 
@@ -54,6 +55,20 @@ bool KernelUdpQueue::AcceptWholeFrame(uint8_t* frame, uint8_t outer_tos) const {
       (frame[kIpTosOffset] & kEcnMask) != wire::kTosCe) {
     MarkCongestionExperienced(frame);
   }
+  return true;
+}
+
+bool KernelUdpQueue::FromPeer(const sockaddr_in& from) {
+  const uint32_t ip = ntohl(from.sin_addr.s_addr);
+  const uint16_t port = ntohs(from.sin_port);
+  const uint64_t key = (uint64_t{ip} << 16) | port;
+  if (last_peer_valid_ && key == last_peer_key_) return true;
+  const bool from_gateway = config_.gateway.has_value() && ip == config_.gateway->ip.value &&
+                            port >= config_.gateway->port &&
+                            port - config_.gateway->port < static_cast<int>(kMaxQueues);
+  if (!from_gateway && !table_->FindSender(ip, port).has_value()) return false;
+  last_peer_key_ = key;
+  last_peer_valid_ = true;
   return true;
 }
 
@@ -120,7 +135,7 @@ size_t KernelUdpQueue::RxPlain(std::span<FrameRef> frames) {
     const bool whole = msgs_[j].msg_len == datagram_bytes_ && (header.msg_flags & MSG_TRUNC) == 0;
     bool good = false;
     if (whole && whole_frame_) {
-      good = AcceptWholeFrame(frames[j].data, tos);
+      good = FromPeer(names_[j]) && AcceptWholeFrame(frames[j].data, tos);
     } else if (const uint8_t* prefix = whole ? PrefixFor(names_[j], tos) : nullptr;
                prefix != nullptr) {
       CopyBytes<kPrefixBytes>(frames[j].data, prefix);
@@ -169,8 +184,9 @@ bool KernelUdpQueue::ReceiveGroBatch() {
     s.offset = 0;
     s.prefix = nullptr;
     s.tos = tos;
+    s.from_peer = false;
     if (whole_frame_) {
-      // Any sender: the frame names its own source.
+      s.from_peer = FromPeer(names_[j]);
     } else if (const uint8_t* prefix = PrefixFor(names_[j], tos); prefix != nullptr) {
       CopyBytes<kPrefixBytes>(prefixes_[j].data(), prefix);
       s.prefix = prefixes_[j].data();
@@ -196,9 +212,10 @@ size_t KernelUdpQueue::RxGro(std::span<FrameRef> frames) {
     }
     const size_t bytes = GroSegmentBytes(s.bytes, s.segment, s.offset);
     const uint8_t* in = s.data + s.offset;
-    // A datagram of another size, a stranger (kAtpMessage), or not a frame
-    // for this queue (kWholeFrame).
-    if (bytes != datagram_bytes_ || (whole_frame_ ? !IsWholeFrameFor(in) : s.prefix == nullptr)) {
+    // A datagram of another size, a stranger, or not a frame for this queue
+    // (kWholeFrame).
+    if (bytes != datagram_bytes_ ||
+        (whole_frame_ ? !(s.from_peer && IsWholeFrameFor(in)) : s.prefix == nullptr)) {
       ++stats_.rx_bad_frames;
       s.offset += static_cast<uint32_t>(bytes);
       continue;

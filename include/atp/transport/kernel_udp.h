@@ -18,7 +18,9 @@
 //     destination addresses and routes by them; frames to a node that is not
 //     a peer (another rack, a multicast group) go to the `gateway` (the ToR).
 //     Received frames are kept as they arrived (after checking that each is a
-//     whole ATP frame for this queue), from any sender.
+//     whole ATP frame for this queue), only from a configured peer: a queue
+//     socket of the gateway or of a node of the table; others' datagrams are
+//     dropped and counted in rx_bad_frames (docs/security.md).
 //
 // Segmentation jobs go out with UDP GSO (UDP_SEGMENT; 264- or 306-byte
 // segments) and runs of frames to one destination too; receive uses UDP_GRO

@@ -2,16 +2,24 @@
 // a worker that never issues the operation is named by the PS to the others,
 // which fail within the stall time and stay unusable; the PS then releases
 // the partial state; a PS that is not there fails the operation as
-// unreachable. Short stall times (400 ms) keep each case under a second.
+// unreachable; an EmbeddedParameterServer, driven by a framework thread of
+// the test, names the missing worker like the threaded PS. Short stall times
+// (400 ms) keep each case under a second.
 #include "atp/failure.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "absl/time/clock.h"
 #include "atp/parameter_server.h"
+#include "atp/transport.h"
+#include "atp/transport/frame_pool.h"
 #include "atp/worker.h"
 #include "gtest/gtest.h"
 #include "testbed/local_cluster.h"
@@ -73,6 +81,93 @@ TEST(FailureTest, ADeadWorkerIsNamedToTheOthersAndThePsReleasesItsState) {
   EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
     return s.status_sent > 0 && s.orphans_released > 0;
   }));
+}
+
+// QueueSink: sends what the embedded PS produces on the queue the frame came in on.
+class QueueSink final : public FrameSink {
+ public:
+  explicit QueueSink(transport::Queue& queue) : queue_(queue) {}
+  void SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) override {
+    transport::FrameRef ref;
+    if (queue_.tx_pool().AllocBurst({&ref, 1}) == 0) return;  // dropped: workers resend
+    std::memcpy(ref.data, frame.data(), frame.size());
+    ref.length = wire::kFrameBytes;
+    if (queue_.TxBurst({&ref, 1}) == 0) transport::ReleaseFrames({&ref, 1});
+    queue_.Flush();
+  }
+
+ private:
+  transport::Queue& queue_;
+};
+
+// FrameworkThread: a framework's receive loop handing every frame of the PS
+// device to an EmbeddedParameterServer; stopped and joined when destroyed.
+class FrameworkThread {
+ public:
+  FrameworkThread(EmbeddedParameterServer& ps, transport::Device& device)
+      : thread_([this, &ps, &device] {
+          std::vector<QueueSink> sinks;
+          for (uint32_t q = 0; q < device.num_queues(); ++q) sinks.emplace_back(device.queue(q));
+          transport::FrameRef burst[32];
+          while (!stop_.load(std::memory_order_acquire)) {
+            size_t handled = 0;
+            for (uint32_t q = 0; q < device.num_queues(); ++q) {
+              const size_t n = device.queue(q).RxBurst(burst);
+              for (size_t k = 0; k < n; ++k) ps.HandleFrame(burst[k].bytes(), sinks[q]);
+              transport::ReleaseFrames({burst, n});
+              handled += n;
+            }
+            // The framework's idle policy, not synchronisation: a short nap.
+            if (handled == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+          }
+        }) {}
+  ~FrameworkThread() {
+    stop_.store(true, std::memory_order_release);
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(FailureTest, AnEmbeddedParameterServerNamesTheWorkersItWaitsFor) {
+  auto cluster = Cluster(/*workers=*/3, /*start_ps=*/false);
+  ASSERT_NE(cluster, nullptr);
+  ParameterServerOptions options;
+  ParameterServerJobOptions job;
+  job.job_id = 3;
+  job.layout = RackLayout::Uniform(1, 3);
+  job.delivery = ParameterDelivery::kMulticast;
+  job.multicast_group = LocalCluster::GroupAddress(3);
+  options.jobs.push_back(job);
+  options.slots = 64;
+  options.io_threads = 1;
+  options.orphan_timeout = absl::Milliseconds(200);
+  options.waiting_report_interval = kStall / 4;
+  transport::Device& device = cluster->parameter_server_device(0, 0);
+  absl::StatusOr<std::unique_ptr<EmbeddedParameterServer>> ps =
+      EmbeddedParameterServer::Create(options, device.address());
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  FrameworkThread framework(**ps, device);
+
+  std::vector<float> in(2000, 0.5f);
+  std::vector<std::vector<float>> out(2, std::vector<float>(in.size()));
+  std::vector<Handle> handles;
+  for (size_t w = 0; w < 2; ++w) {  // worker 2 never issues the operation
+    absl::StatusOr<Handle> h = cluster->worker(0, w).PushPull(in, out[w]);
+    ASSERT_TRUE(h.ok()) << h.status();
+    handles.push_back(*h);
+  }
+  for (size_t w = 0; w < 2; ++w) {
+    const absl::Status status = handles[w].Wait(kDeadline);
+    EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+    const std::optional<Failure> failure = FailureOf(status);
+    ASSERT_TRUE(failure.has_value()) << status;
+    EXPECT_EQ(failure->kind, FailureKind::kWaitingForWorkers) << status;
+    EXPECT_EQ(failure->workers, (std::vector<int>{2})) << status;
+  }
+  EXPECT_GT((*ps)->stats().status_sent, 0u);
 }
 
 TEST(FailureTest, AnAbsentParameterServerIsUnreachable) {
