@@ -192,9 +192,11 @@ LocalCluster::~LocalCluster() {
   }
 }
 
-absl::Status LocalCluster::RestartParameterServer(size_t job, size_t index) {
+absl::Status LocalCluster::RestartParameterServer(size_t job, size_t index,
+                                                  const std::function<void()>& while_stopped) {
   Job& j = jobs_[job];
   j.servers[index].reset();
+  if (while_stopped) while_stopped();
   ATP_ASSIGN_OR_RETURN(j.servers[index],
                        ParameterServer::Start(j.server_options[index], *j.ps_devices[index]));
   return absl::OkStatus();

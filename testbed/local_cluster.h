@@ -101,8 +101,11 @@ class LocalCluster {
   // RestartParameterServer: stops PS `index` of job `job` (its state is lost,
   // as if its process died) and starts a new one with the same options on the
   // same device. Operations in flight go on (docs/protocol.md "Failures,
-  // runs and restarts").
-  absl::Status RestartParameterServer(size_t job, size_t index);
+  // runs and restarts"). `while_stopped`, if set, runs after the old one
+  // stopped (no frame of it is in flight any more) and before the new one
+  // starts (tests change the fabric's faults there).
+  absl::Status RestartParameterServer(size_t job, size_t index,
+                                      const std::function<void()>& while_stopped = nullptr);
   // RecreateWorkers: destroys every Worker of job `job` (their operations
   // finish cancelled) and creates new ones with the same options: a new run.
   absl::Status RecreateWorkers(size_t job);

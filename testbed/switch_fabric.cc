@@ -259,6 +259,21 @@ void SwitchFabric::SetLossRate(double loss_rate) {
   loss_threshold_ = LossThreshold(loss_rate);
 }
 
+void SwitchFabric::SetDeliveryFilter(DeliveryFilter filter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  filter_ = std::move(filter);
+}
+
+bool SwitchFabric::Filtered(wire::Ipv4Address to, const uint8_t* frame) {
+  if (!filter_) return false;
+  const wire::AtpHeader header = wire::DecodeHeader(
+      std::span<const uint8_t, wire::kAtpHeaderBytes>(frame + wire::kAtpOffset,
+                                                      wire::kAtpHeaderBytes));
+  if (filter_(to, header)) return false;
+  ++counters_.filtered;
+  return true;
+}
+
 bool SwitchFabric::Lose() {
   if (loss_threshold_ == 0) return false;
   // splitmix64
@@ -299,6 +314,7 @@ void SwitchFabric::Sent(const Port& port, const FrameRef& frame) {
       pending_.push_back(Arrival{port.peer_sw, port.peer_port});
       return;
     case Port::Kind::kEndpoint:
+      if (Filtered(port.endpoint, frame.data)) break;
       if (std::optional<transport::EndpointId> e = wire_->FindEndpoint(port.endpoint)) {
         endpoints_.push_back(*e);
         output_.push_back(frame);
@@ -366,7 +382,7 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
     endpoints_.clear();
     for (const std::vector<wire::Ipv4Address>& rack : group->second) {
       for (const wire::Ipv4Address& ip : rack) {
-        if (Lose()) continue;
+        if (Lose() || Filtered(ip, bytes)) continue;
         if (std::optional<transport::EndpointId> e = wire.FindEndpoint(ip)) endpoints_.push_back(*e);
       }
     }

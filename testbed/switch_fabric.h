@@ -36,6 +36,7 @@
 #define ATP_TESTBED_SWITCH_FABRIC_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -88,6 +89,7 @@ struct FabricStats {
   uint64_t malformed = 0;     // frames a switch rejected
   uint64_t multicast = 0;     // parameter packets replicated to workers
   uint64_t wipes = 0;         // times every switch lost its state
+  uint64_t filtered = 0;      // copies toward workers the delivery filter dropped
   std::vector<switch_emulator::PipelineCounters> switches;  // ToR 0..racks-1, then the PS rack's
 };
 
@@ -105,6 +107,14 @@ class SwitchFabric final : public transport::FrameProcessor {
   void WipeSwitches();
   // SetLossRate: any thread.
   void SetLossRate(double loss_rate);
+  // DeliveryFilter: called for every copy of a frame about to leave the
+  // fabric toward worker `to`, with the frame's ATP header; false drops that
+  // copy (counted in `filtered`). Fault injection for tests: it runs under
+  // the fabric's lock, on whichever thread sent the frame, and must not call
+  // back into the fabric or the wire.
+  using DeliveryFilter = std::function<bool(wire::Ipv4Address to, const wire::AtpHeader& header)>;
+  // SetDeliveryFilter: any thread; an empty filter delivers everything.
+  void SetDeliveryFilter(DeliveryFilter filter);
 
  private:
   class Port;
@@ -127,6 +137,8 @@ class SwitchFabric final : public transport::FrameProcessor {
   void Link(uint32_t a, uint32_t b, uint32_t* a_port, uint32_t* b_port);
 
   bool Lose();
+  // Filtered: the delivery filter drops the copy of the current frame to `to`.
+  bool Filtered(wire::Ipv4Address to, const uint8_t* frame);
   // Sent: what a port's TxBurst does with a frame (called by Port).
   void Sent(const Port& port, const transport::FrameRef& frame);
   // Depth: the ECN depth of a port toward the frame now in the fabric.
@@ -156,6 +168,7 @@ class SwitchFabric final : public transport::FrameProcessor {
   uint64_t rng_;                                              // under mu_
   uint64_t loss_threshold_;                                   // under mu_
   FabricStats counters_;                                      // under mu_ (switches unused)
+  DeliveryFilter filter_;                                     // under mu_
 };
 
 }  // namespace atp::testbed

@@ -80,6 +80,10 @@ struct ParameterServerStats {
   uint64_t join_requests = 0;      // of those, asking a queue's workers to join (gradients
                                    // outside the window: a restart or a new run)
   uint64_t rebuilds = 0;           // queues rebuilt from the workers' joins (restart, new run)
+  uint64_t replay_requests = 0;    // of status_sent, asking a worker to replay parameter
+                                   // packets some workers lost with a restarted PS
+  uint64_t replays = 0;            // replayed parameter packets taken as their position's
+                                   // result and multicast
   uint64_t mismatches = 0;         // joins or operations that disagreed with the job's
   uint64_t operations_confirmed = 0;  // pieces of operations every worker declared alike
   // kPull frames (SkipReduce's contribution variant; not in `gradients`):

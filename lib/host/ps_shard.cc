@@ -1,9 +1,12 @@
 #include "lib/host/ps_shard.h"
 
+#include <algorithm>
 #include <bit>
 #include <random>
+#include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "atp/status_macros.h"
 #include "lib/host/worker_config.h"
@@ -79,11 +82,12 @@ void PsShard::OnMessage(const wire::AtpMessage& message, TimePoint now, FrameSin
   } else {
     engine_.OnGradient(message, now, encoder_);
     if (engine_.has_out_of_window()) RequestJoins(now);
+    if (queues_replaying_ > 0) [[unlikely]] OnGradientWhileReplaying(message.header, now);
   }
   encoder_.out = nullptr;
 }
 
-void PsShard::OnControl(const wire::AtpMessage& message, TimePoint /*now*/, FrameSink& /*sink*/) {
+void PsShard::OnControl(const wire::AtpMessage& message, TimePoint now, FrameSink& /*sink*/) {
   wire::ControlMessage control;
   if (wire::DecodeControl(message, &control) != wire::ControlError::kOk) {
     ++control_rejected_;
@@ -94,7 +98,10 @@ void PsShard::OnControl(const wire::AtpMessage& message, TimePoint /*now*/, Fram
       engine_.OnPull(message, encoder_);  // SkipReduce's contribution variant
       return;
     case wire::ControlType::kJoin:
-      OnJoin(message, control);
+      OnJoin(message, control, now);
+      return;
+    case wire::ControlType::kReplay:
+      OnReplay(message, control);
       return;
     case wire::ControlType::kOpBegin:
       OnOpBegin(message, control);
@@ -201,7 +208,8 @@ void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMess
   }
 }
 
-void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage& control) {
+void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage& control,
+                     TimePoint now) {
   const uint8_t job = message.header.job;
   const uint32_t queue = message.header.queue();
   const ps::JobLayout* layout = engine_.job_layout(job);
@@ -257,41 +265,125 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
     return report(protocol::MismatchField::kScale, state.scale_bits, scale_bits);
   }
 
-  const std::optional<ps::RebuildDecision> decision = state.tracker.OnJoin(
-      engine_.served_index(queue), worker, control.incarnation, join.lowest_unacked);
+  const std::optional<ps::RebuildDecision> decision =
+      state.tracker.OnJoin(engine_.served_index(queue), worker, control.incarnation, join);
   if (!decision.has_value()) return;
   if (decision->mode == ps::RebuildMode::kNewRun) {
     // A new run may use new values: its first joiner sets them again.
     state.io_threads = join.io_threads;
     state.scale_bits = scale_bits;
+    state.ledger.Reset(engine_.served_index(queue));
   }
-  if (decision->mode == ps::RebuildMode::kFreshPs && decision->highest > decision->lowest &&
-      !engine_.QueueCompletedAny(job, queue)) {
-    // Restarted mid-job: some workers have results of positions the others
-    // still wait for, and their parameter packets died with the old PS.
-    protocol::StatusBody lost;
-    lost.kind = protocol::StatusKind::kRestartUnrecoverable;
-    lost.position = static_cast<uint32_t>(decision->lowest & wire::kPositionMask);
-    lost.expected = decision->lowest;
-    lost.received = decision->highest;
-    for (int w : decision->ahead) lost.workers.Add(w);
-    SendStatus(job, queue, lost);
-    internal::Logger().error(
-        "parameter server: job {} queue {}: restarted, and positions {}..{} completed at workers "
-        "{} but not at the others: cannot rebuild",
-        job, queue, decision->lowest, decision->highest, absl::StrJoin(decision->ahead, ", "));
+  Rebuild(job, queue, *decision);
+  SendReplayRequests(job, queue, now, /*force=*/true);
+}
+
+void PsShard::Rebuild(uint8_t job, uint32_t queue, const ps::RebuildDecision& decision) {
+  JobControl& state = Control(job);
+  const ps::RecoveryPlan plan = ps::PlanRecovery(decision, engine_.slots());
+  const size_t changed =
+      engine_.RebuildQueue(job, queue, decision.lowest, decision.mode, plan.acked_by_all);
+  std::vector<ps::ReplayRange>& replays = state.replays[engine_.served_index(queue)];
+  if (!replays.empty()) --queues_replaying_;
+  replays = plan.replays;
+  if (!replays.empty()) ++queues_replaying_;
+  if (changed == 0 && replays.empty()) return;
+  ++rebuilds_;
+  uint64_t to_replay = 0;
+  for (const ps::ReplayRange& range : replays) to_replay += range.end - range.first;
+  internal::Logger().info(
+      "parameter server: job {} queue {}: {} from the workers' joins: {} slot(s) now wait from "
+      "position {}{}",
+      job, queue,
+      decision.mode == ps::RebuildMode::kNewRun ? "new run" : "rebuilt after a restart", changed,
+      decision.lowest,
+      to_replay == 0 && plan.acked_by_all.empty()
+          ? std::string()
+          : absl::StrCat("; ", plan.acked_by_all.size(),
+                         " position(s) already done at every worker, ", to_replay,
+                         " completed at some workers only (asked for their replay)"));
+}
+
+void PsShard::SendReplayRequests(uint8_t job, uint32_t queue, TimePoint now, bool force) {
+  JobControl& state = Control(job);
+  if (!force && now < state.next_replay_request[queue]) return;
+  state.next_replay_request[queue] = now + kJoinRequestInterval;
+  for (const ps::ReplayRange& range : state.replays[engine_.served_index(queue)]) {
+    protocol::StatusBody status;
+    status.kind = protocol::StatusKind::kReplayRequest;
+    status.position = static_cast<uint32_t>(range.first & wire::kPositionMask);
+    status.expected = range.first;
+    status.received = range.end;
+    if (range.worker >= 0) status.workers.Add(range.worker);
+    SendStatus(job, queue, status);
+    ++replay_requests_sent_;
+  }
+}
+
+bool PsShard::PruneReplays(uint8_t job, uint32_t queue) {
+  std::vector<ps::ReplayRange>& replays = Control(job).replays[engine_.served_index(queue)];
+  if (replays.empty()) return false;
+  for (ps::ReplayRange& range : replays) {
+    while (range.first < range.end &&
+           !engine_.WaitsFor(job, queue,
+                             static_cast<uint32_t>(range.first & wire::kPositionMask))) {
+      ++range.first;
+    }
+  }
+  std::erase_if(replays, [](const ps::ReplayRange& r) { return r.first == r.end; });
+  if (!replays.empty()) return true;
+  --queues_replaying_;
+  return false;
+}
+
+void PsShard::OnGradientWhileReplaying(const wire::AtpHeader& header, TimePoint now) {
+  if (control_[header.job] == nullptr || !engine_.ServesQueue(header.queue()) ||
+      wire::IsControl(header)) {
     return;
   }
-  if (decision->mode == ps::RebuildMode::kNewRun) state.ledger.Reset(engine_.served_index(queue));
-  const size_t changed = engine_.RebuildQueue(job, queue, decision->lowest, decision->mode);
-  if (changed > 0) {
-    ++rebuilds_;
-    internal::Logger().info(
-        "parameter server: job {} queue {}: {} from the workers' joins: {} slot(s) now wait from "
-        "position {}",
-        job, queue, decision->mode == ps::RebuildMode::kNewRun ? "new run" : "rebuilt after a restart",
-        changed, decision->lowest);
+  const uint32_t queue = header.queue();
+  if (!PruneReplays(header.job, queue)) return;
+  // A worker still resends a position some other worker should replay: the
+  // request or the replay was lost.
+  const uint32_t position = header.position();
+  for (const ps::ReplayRange& range : Control(header.job).replays[engine_.served_index(queue)]) {
+    const uint64_t offset =
+        (position - static_cast<uint32_t>(range.first)) & wire::kPositionMask;
+    if (offset < range.end - range.first) {
+      SendReplayRequests(header.job, queue, now, /*force=*/false);
+      return;
+    }
   }
+}
+
+void PsShard::OnReplay(const wire::AtpMessage& message, const wire::ControlMessage& control) {
+  const std::optional<int> worker = SenderOf(message, control);
+  protocol::ReplayPart part;
+  if (!worker.has_value() || !protocol::DecodeReplay(control, &part)) {
+    ++control_rejected_;
+    return;
+  }
+  const uint8_t job = message.header.job;
+  const uint32_t queue = message.header.queue();
+  JobControl& state = Control(job);
+  const uint32_t served = engine_.served_index(queue);
+  // Only the run that joined, for its own job and queue, a position asked
+  // for, from the worker asked.
+  const bool asked = std::any_of(
+      state.replays[served].begin(), state.replays[served].end(),
+      [&](const ps::ReplayRange& r) {
+        return r.Contains(part.position) && (r.worker < 0 || r.worker == *worker);
+      });
+  if (!asked || !state.tracker.Joined(served, *worker, control.incarnation) ||
+      part.header.job != job || part.header.queue() != queue ||
+      part.header.position() != message.header.position() ||
+      part.header.position() != (part.position & wire::kPositionMask)) {
+    ++control_rejected_;
+    return;
+  }
+  ++control_received_;
+  const std::optional<wire::AtpMessage> packet = state.assembler.Add(part);
+  if (packet.has_value() && engine_.OnReplay(*packet, encoder_)) PruneReplays(job, queue);
 }
 
 size_t PsShard::ReportWaiting(TimePoint now, FrameSink& sink) {
@@ -365,6 +457,8 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.control_rejected += control_rejected_;
   stats.status_sent += status_sent_;
   stats.join_requests += join_requests_sent_;
+  stats.replay_requests += replay_requests_sent_;
+  stats.replays += c.replays_applied;
   stats.rebuilds += rebuilds_;
   stats.mismatches += mismatches_;
   stats.operations_confirmed += ops_confirmed_;

@@ -20,8 +20,17 @@
 // job (slots and layout against the PS's own, io_threads and scale against
 // the first worker that joined: a difference is multicast as kMismatch), and
 // fed to the job's RunTracker, whose decision rebuilds the queue's window
-// (PsEngine::RebuildQueue) or, for a restart it cannot recover, is multicast
-// as kRestartUnrecoverable.
+// (PsEngine::RebuildQueue) as its RecoveryPlan says (lib/ps/recovery_plan.h).
+// Positions completed at some workers and not at others are asked of a
+// worker that has them (kStatus kReplayRequest); its kReplay frames are
+// joined (protocol::ReplayAssembler) and handed to PsEngine::OnReplay, which
+// multicasts each as its position's result. A replay is taken only for a
+// position asked for, from the worker asked (or any worker, when the joins
+// could not say who has it), of the run that joined. The requests are
+// repeated, at most once per kJoinRequestInterval per job and queue, while
+// gradients for positions still waiting for a replay arrive (the workers that
+// lack them resend them on their timers), so a lost request or replay costs
+// a retransmission timeout.
 //
 // Not thread-safe: one thread at a time.
 #ifndef ATP_LIB_HOST_PS_SHARD_H_
@@ -40,9 +49,11 @@
 #include "atp/wire.h"
 #include "lib/host/source_admission.h"
 #include "lib/protocol/message_sink.h"
+#include "lib/protocol/replay_message.h"
 #include "lib/protocol/status_message.h"
 #include "lib/ps/ps_engine.h"
 #include "lib/ps/op_ledger.h"
+#include "lib/ps/recovery_plan.h"
 #include "lib/ps/run_tracker.h"
 #include "lib/wire/control_message.h"
 
@@ -146,8 +157,21 @@ class PsShard {
 
   // OnControl: a control frame from a worker, by type.
   void OnControl(const wire::AtpMessage& message, TimePoint now, FrameSink& sink);
-  void OnJoin(const wire::AtpMessage& message, const wire::ControlMessage& control);
+  void OnJoin(const wire::AtpMessage& message, const wire::ControlMessage& control,
+              TimePoint now);
   void OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control);
+  void OnReplay(const wire::AtpMessage& message, const wire::ControlMessage& control);
+  // Rebuild: applies a RunTracker decision to `job`'s `queue`.
+  void Rebuild(uint8_t job, uint32_t queue, const ps::RebuildDecision& decision);
+  // SendReplayRequests: the queue's outstanding replay requests, rate-limited
+  // (force: now, whatever the last one).
+  void SendReplayRequests(uint8_t job, uint32_t queue, TimePoint now, bool force);
+  // OnGradientWhileReplaying: a gradient of a queue that waits for replays:
+  // asks again if it is for a position still waiting.
+  void OnGradientWhileReplaying(const wire::AtpHeader& header, TimePoint now);
+  // PruneReplays: drops the positions of the queue's requests whose slots no
+  // longer wait for them; false when none is left.
+  bool PruneReplays(uint8_t job, uint32_t queue);
   // SenderOf: the sender's global index, if the header's bitmaps name the
   // worker the control message says, of a job and queue served here.
   std::optional<int> SenderOf(const wire::AtpMessage& message,
@@ -161,13 +185,18 @@ class PsShard {
   // JobControl: what the shard knows of a job's runs (created on its first join).
   struct JobControl {
     explicit JobControl(int workers, uint32_t served_queues)
-        : tracker(workers, served_queues), ledger(workers, served_queues) {}
+        : tracker(workers, served_queues), ledger(workers, served_queues), replays(served_queues) {}
     ps::RunTracker tracker;
     ps::OpLedger ledger;
     bool has_reference = false;  // io_threads and scale of the first worker that joined
     uint32_t io_threads = 0;
     uint64_t scale_bits = 0;
     std::array<TimePoint, wire::kMaxQueues> next_join_request{};
+    // Replays asked for after a restart, per served queue, until their
+    // positions no longer wait (lib/ps/recovery_plan.h).
+    std::vector<std::vector<ps::ReplayRange>> replays;
+    std::array<TimePoint, wire::kMaxQueues> next_replay_request{};
+    protocol::ReplayAssembler assembler;
   };
   JobControl& Control(uint8_t job);
 
@@ -192,6 +221,8 @@ class PsShard {
   std::vector<ps::PsEngine::OutOfWindow> out_of_window_;  // scratch
   std::array<std::unique_ptr<JobControl>, wire::kMaxJobId + 1> control_;  // by job id
   uint64_t join_requests_sent_ = 0;
+  uint64_t replay_requests_sent_ = 0;
+  size_t queues_replaying_ = 0;  // (job, queue) pairs with replays outstanding
   uint64_t rebuilds_ = 0;
   uint64_t mismatches_ = 0;
   uint64_t ops_confirmed_ = 0;

@@ -11,6 +11,7 @@
 #include "atp/transport/frame_pool.h"
 #include "lib/host/clock.h"
 #include "lib/protocol/join_message.h"
+#include "lib/protocol/replay_message.h"
 #include "lib/protocol/status_message.h"
 #include "lib/wire/control_message.h"
 
@@ -127,6 +128,7 @@ StepResult WorkerIoLoop::Step(TimePoint now) {
   // the queue: its records are gone and the engine must not be touched.
   if (failed_) return StepFailed();
   if (!unconfirmed_.empty() && now >= next_op_begin_resend_) ResendOpBegins(now);
+  if (!replays_.empty()) work |= SendReplays();
   work |= FinishCompleted();
   CheckStall(now);
   if (failed_) return StepFailed();
@@ -140,6 +142,7 @@ StepResult WorkerIoLoop::Step(TimePoint now) {
   result.deadline = engine_->NextDeadline();
   if (Busy()) result.deadline = Earliest(result.deadline, stall_.deadline());
   if (!unconfirmed_.empty()) result.deadline = Earliest(result.deadline, next_op_begin_resend_);
+  if (!replays_.empty()) result.deadline = now;  // more to replay next Step
   // Frames waiting for room at the receiver (held by the queue or by us):
   // come back soon even if nothing else happens.
   if (held_by_queue_ > 0 || HasPending()) {
@@ -261,6 +264,7 @@ void WorkerIoLoop::OnControl(std::span<const uint8_t> frame, TimePoint now) {
     case wire::ControlType::kPull:
     case wire::ControlType::kJoin:
     case wire::ControlType::kOpBegin:
+    case wire::ControlType::kReplay:
       // Worker-to-PS types: DecodeControl already refuses them with ack set.
       ++control_rejected_;
       return;
@@ -282,6 +286,20 @@ void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, TimePoint now) {
       return;
     case protocol::StatusKind::kOpConfirmed:
       OnOpConfirmed(status.expected, now);
+      return;
+    case protocol::StatusKind::kReplayRequest:
+      if (status.received <= status.expected ||
+          (!status.workers.empty() && !status.workers.Contains(GlobalIndex()))) {
+        return;  // asked of another worker
+      }
+      // A repeated request (the PS saw resends of those positions) while the
+      // first is still being answered adds nothing; the list stays bounded.
+      if (replays_.size() < kMaxReplayRanges &&
+          std::none_of(replays_.begin(), replays_.end(), [&](const ReplayRange& r) {
+            return r.first == status.expected && r.end == status.received;
+          })) {
+        replays_.push_back(ReplayRange{status.expected, status.received});
+      }
       return;
     case protocol::StatusKind::kRestartUnrecoverable:
       failure.kind = FailureKind::kPsRestarted;
@@ -335,17 +353,43 @@ void WorkerIoLoop::SendJoin() {
   join.layout_fingerprint = protocol::LayoutFingerprint(engine_config.shape.workers_per_rack);
   join.lowest_unacked = stats.lowest_unacked;
   join.next_position = stats.next_position;
+  join.acked_end = engine_->ResultsAfterLowest(join.acked_after_lowest);
   wire::ControlMessage control;
   protocol::EncodeJoin(join, control);
   SendControl(control);
 }
 
-void WorkerIoLoop::SendControl(const wire::ControlMessage& body) {
+int WorkerIoLoop::GlobalIndex() const {
   const worker::WorkerQueueConfig& engine_config = engine_->config();
-  wire::ControlMessage control = body;
   int rank = engine_config.worker_in_rack;
   for (int r = 0; r < engine_config.rack; ++r) rank += engine_config.shape.workers_in_rack(r);
-  control.sender = static_cast<uint32_t>(rank);
+  return rank;
+}
+
+bool WorkerIoLoop::SendReplays() {
+  // A burst of frames per Step: a request may name up to `slots` positions.
+  size_t frames = 0;
+  while (!replays_.empty() && frames + protocol::kReplayParts <= burst_) {
+    ReplayRange& range = replays_.front();
+    const uint64_t position = range.first++;
+    if (range.first >= range.end) replays_.pop_front();
+    const worker::WorkerQueueEngine::ReceivedPacket* packet = engine_->Received(position);
+    if (packet == nullptr) continue;  // no result of it here
+    for (const protocol::ReplayPart& part :
+         protocol::SplitReplay(position, packet->header, packet->payload)) {
+      wire::ControlMessage control;
+      protocol::EncodeReplay(part, control);
+      SendControl(control, position);
+      ++frames;
+    }
+  }
+  return frames > 0;
+}
+
+void WorkerIoLoop::SendControl(const wire::ControlMessage& body, uint64_t position) {
+  const worker::WorkerQueueConfig& engine_config = engine_->config();
+  wire::ControlMessage control = body;
+  control.sender = static_cast<uint32_t>(GlobalIndex());
   control.incarnation = config_.incarnation;
   wire::ControlSender sender;
   sender.worker_in_rack = static_cast<uint32_t>(engine_config.worker_in_rack);
@@ -353,7 +397,8 @@ void WorkerIoLoop::SendControl(const wire::ControlMessage& body) {
   sender.fan_in0 = static_cast<uint8_t>(engine_config.shape.workers_in_rack(engine_config.rack));
   sender.fan_in1 = static_cast<uint8_t>(engine_config.shape.racks());
   const wire::AtpMessage message =
-      wire::MakeWorkerControl(engine_config.shape.job, sender, queue_.index(), 0, control);
+      wire::MakeWorkerControl(engine_config.shape.job, sender, queue_.index(),
+                              static_cast<uint32_t>(position & wire::kPositionMask), control);
   transport::FrameRef frame;
   if (queue_.tx_pool().AllocBurst({&frame, 1}) == 0) return;
   wire::FrameFields fields;

@@ -39,9 +39,12 @@
 // diverts them to OnControl, which switches on their type. A kStatus from the
 // PS naming the workers it waits for feeds the StallWatch; a join request is
 // answered with a kJoin (the job's configuration and where the queue's
-// stream stands), which the loop also sends once at its first Step if
-// WorkerIoLoopConfig::join_at_start; a
-// mismatch or an unrecoverable restart fails the queue at once.
+// stream stands, with the results it holds beyond its lowest unacknowledged
+// position), which the loop also sends once at its first Step if
+// WorkerIoLoopConfig::join_at_start; a replay request naming this worker (or
+// none) makes it send, a few per Step, the parameter packets it holds of
+// the positions asked (kReplay, two frames each, from the engine's received
+// copies); a mismatch or an unrecoverable restart fails the queue at once.
 //
 // Stalls (JobOptions::stall_timeout, atp/failure.h): while the queue has
 // pieces to finish, a StallWatch restarts its clock with every fragment that
@@ -200,8 +203,14 @@ class WorkerIoLoop {
   // SendJoin: one kJoin to the PS (dropped if the transport has no room: the
   // PS asks again).
   void SendJoin();
-  // SendControl: one control frame to the PS (dropped if there is no room).
-  void SendControl(const wire::ControlMessage& control);
+  // SendControl: one control frame to the PS about `position` of the queue
+  // (dropped if there is no room).
+  void SendControl(const wire::ControlMessage& control, uint64_t position = 0);
+  // SendReplays: replays (kReplay) of the positions the PS asked for, at most
+  // a burst of frames; true if it sent any.
+  bool SendReplays();
+  // GlobalIndex: this worker's rack-major index in the job.
+  int GlobalIndex() const;
   // ResendOpBegins: the kOpBegins not yet confirmed, once per RTO.
   void ResendOpBegins(TimePoint now);
   // OnOpConfirmed: the PS confirmed piece `piece`.
@@ -287,6 +296,14 @@ class WorkerIoLoop {
   bool joined_ = false;            // the first join went out
   uint64_t next_piece_ = 0;        // kOpBegin numbering
   std::deque<protocol::OpBeginBody> unconfirmed_;  // declared, not yet confirmed
+  // Positions [first, end) the PS asked this worker to replay, oldest first
+  // (at most kMaxReplayRanges; the PS asks again for what is still missing).
+  static constexpr size_t kMaxReplayRanges = 256;
+  struct ReplayRange {
+    uint64_t first = 0;
+    uint64_t end = 0;
+  };
+  std::deque<ReplayRange> replays_;
   TimePoint next_op_begin_resend_;
 
   // Counters kept here (the engine and queue keep the rest).

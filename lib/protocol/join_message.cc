@@ -1,9 +1,13 @@
 #include "lib/protocol/join_message.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace atp::protocol {
 namespace {
+
+constexpr size_t kAckedWord = 11;
+static_assert(kAckedWord + kJoinAckedBits / 32 <= wire::kControlBodyWords);
 
 void Put64(wire::ControlMessage& control, size_t word, uint64_t value) {
   control.body[word] = static_cast<uint32_t>(value >> 32);
@@ -34,6 +38,9 @@ void EncodeJoin(const JoinBody& join, wire::ControlMessage& control) {
   control.body[4] = join.layout_fingerprint;
   Put64(control, 5, join.lowest_unacked);
   Put64(control, 7, join.next_position);
+  Put64(control, 9, join.acked_end);
+  std::copy(join.acked_after_lowest.begin(), join.acked_after_lowest.end(),
+            control.body.begin() + kAckedWord);
 }
 
 bool DecodeJoin(const wire::ControlMessage& control, JoinBody* out) {
@@ -44,7 +51,18 @@ bool DecodeJoin(const wire::ControlMessage& control, JoinBody* out) {
   out->layout_fingerprint = control.body[4];
   out->lowest_unacked = Get64(control, 5);
   out->next_position = Get64(control, 7);
+  out->acked_end = Get64(control, 9);
+  std::copy_n(control.body.begin() + kAckedWord, out->acked_after_lowest.size(),
+              out->acked_after_lowest.begin());
   return true;
+}
+
+std::optional<bool> JoinBody::HasResult(uint64_t position) const {
+  if (position < lowest_unacked) return true;
+  if (position == lowest_unacked || position >= acked_end) return false;
+  const uint64_t i = position - lowest_unacked - 1;
+  if (i >= kJoinAckedBits) return std::nullopt;
+  return ((acked_after_lowest[i / 32] >> (i % 32)) & 1u) != 0;
 }
 
 }  // namespace atp::protocol

@@ -35,7 +35,9 @@ enum class StatusKind : uint32_t {
   kJoinRequest = 2,
   // The PS restarted and cannot rebuild the queue: positions [position,
   // `received`) completed at some workers (`workers`: those ahead) and not at
-  // others, and it no longer has their parameter packets.
+  // others, and it no longer has their parameter packets. (Sent by no PS
+  // since replays (kReplayRequest) recover the case; workers still fail on
+  // it with kPsRestarted.)
   kRestartUnrecoverable = 3,
   // A worker's configuration disagrees with the job's: `workers` names it,
   // `field` (MismatchField) what, `expected` / `received` the values.
@@ -44,8 +46,13 @@ enum class StatusKind : uint32_t {
   // queue; `position` its first position) alike (kOpBegin): the workers may
   // deliver its result.
   kOpConfirmed = 5,
+  // The PS restarted, and positions [`expected`, `received`) of the frame's
+  // queue (64-bit; `position` = the first one's low 20 bits) completed at
+  // some workers and not at others: `workers` (one worker, or none: any
+  // worker) replays the parameter packets it has of them (kReplay).
+  kReplayRequest = 6,
 };
-inline constexpr uint32_t kMaxStatusKind = static_cast<uint32_t>(StatusKind::kOpConfirmed);
+inline constexpr uint32_t kMaxStatusKind = static_cast<uint32_t>(StatusKind::kReplayRequest);
 
 // MismatchField: what a kMismatch is about (wire values).
 enum class MismatchField : uint32_t {

@@ -56,6 +56,11 @@ struct PsCounters {
   // unknown job, another shard's queue, or a position never completed).
   uint64_t pulls_answered = 0;
   uint64_t pulls_ignored = 0;
+  // Replayed parameter packets (OnReplay; not counted in `gradients`): taken
+  // as the result of the position their slot waited for (and multicast), or
+  // ignored (the slot does not wait for that position).
+  uint64_t replays_applied = 0;
+  uint64_t replays_ignored = 0;
 
   // Outcomes: the sum of the outcome counters; equals `gradients`.
   uint64_t Outcomes() const {

@@ -295,15 +295,20 @@ void PsEngine::TakeOutOfWindow(std::vector<OutOfWindow>& out) {
   any_out_of_window_ = false;
 }
 
-size_t PsEngine::RebuildQueue(uint8_t job_id, uint32_t queue, uint64_t lowest, RebuildMode mode) {
+size_t PsEngine::RebuildQueue(uint8_t job_id, uint32_t queue, uint64_t lowest, RebuildMode mode,
+                              std::span<const uint64_t> acked_by_all) {
   if (job_index_[job_id] < 0 || !ServesQueue(queue)) return 0;
   const auto j = static_cast<size_t>(job_index_[job_id]);
   JobState& job = jobs_[j];
   const size_t first = static_cast<size_t>(queue / config_.shard_count) * slots_;
   size_t changed = 0;
   for (uint32_t s = 0; s < slots_; ++s) {
-    // The position of [lowest, lowest + slots) that uses slot s.
-    const uint64_t target64 = lowest + ((s - lowest) & slot_mask_);
+    // The position of [lowest, lowest + slots) that uses slot s, or the next
+    // one if every worker has its result.
+    uint64_t target64 = lowest + ((s - lowest) & slot_mask_);
+    if (std::binary_search(acked_by_all.begin(), acked_by_all.end(), target64)) {
+      target64 += slots_;
+    }
     const auto target = static_cast<uint32_t>(target64 & wire::kPositionMask);
     SlotState& slot = job.slots[first + s];
     const Generation now_is = ClassifyPosition(target, slot.completed_position, slots_);
@@ -321,14 +326,60 @@ size_t PsEngine::RebuildQueue(uint8_t job_id, uint32_t queue, uint64_t lowest, R
   return changed;
 }
 
-bool PsEngine::QueueCompletedAny(uint8_t job_id, uint32_t queue) const {
+bool PsEngine::WaitsFor(uint8_t job_id, uint32_t queue, uint32_t position) const {
   if (job_index_[job_id] < 0 || !ServesQueue(queue)) return false;
   const JobState& job = jobs_[static_cast<size_t>(job_index_[job_id])];
-  const size_t first = static_cast<size_t>(queue / config_.shard_count) * slots_;
-  for (uint32_t s = 0; s < slots_; ++s) {
-    if (job.slots[first + s].has_completed_packet) return true;
+  const size_t index =
+      static_cast<size_t>(queue / config_.shard_count) * slots_ + (position & slot_mask_);
+  return ClassifyPosition(position & wire::kPositionMask, job.slots[index].completed_position,
+                          slots_) == Generation::kNext;
+}
+
+bool PsEngine::OnReplay(const wire::AtpMessage& packet, protocol::MessageSink& sink) {
+  const wire::AtpHeader& header = packet.header;
+  const int16_t job_index = job_index_[header.job];
+  const uint32_t queue = header.queue();
+  const uint32_t position = header.position();
+  // Only a result (not an overflow request, not a control frame) of a queue
+  // served here, for the position its slot waits for.
+  if (job_index < 0 || !ServesQueue(queue) || !header.ack || header.IsOverflowRequest() ||
+      wire::IsControl(header) || !WaitsFor(header.job, queue, position)) {
+    ++counters_.replays_ignored;
+    return false;
   }
-  return false;
+  const auto j = static_cast<size_t>(job_index);
+  JobState& job = jobs_[j];
+  const size_t index =
+      static_cast<size_t>(queue / config_.shard_count) * slots_ + (position & slot_mask_);
+  SlotState& slot = job.slots[index];
+  // The stored packet is rebuilt from the job's template and what the
+  // original carried (so a replay cannot change the job's shape fields); the
+  // payload is the original's, bit for bit.
+  wire::AtpMessage& stored = job.completed[index];
+  stored.header = job.parameter_template;
+  stored.header.seq = header.seq;
+  stored.header.ecn = header.ecn;
+  stored.header.fp = header.fp;
+  stored.header.aggregator = header.aggregator;
+  if (header.collision) {
+    stored.header.collision = true;
+    stored.header.bitmap1 = header.NewAggregatorIndex();
+  }
+  stored.payload = packet.payload;
+  const size_t flat = j * slots_per_job_ + index;
+  if (slot.mode != SlotMode::kIdle) --live_slots_;
+  ResetLive(slot);
+  touched_[flat] = TimePoint::Infinite();
+  slot.completed_position = position;
+  slot.has_completed_packet = true;
+  if (!job.history.empty()) {
+    const uint32_t history = config_.contribution_history;
+    job.history[index * history + (position / slots_) % history] = stored;
+  }
+  ++counters_.replays_applied;
+  ++counters_.param_sent;
+  sink.Send(stored);
+  return true;
 }
 
 void PsEngine::TakeAbandoned(std::vector<AbandonReport>& out) {

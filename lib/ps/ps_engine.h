@@ -77,6 +77,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -173,15 +174,28 @@ class PsEngine {
   void TakeOutOfWindow(std::vector<OutOfWindow>& out);
 
   // RebuildQueue: sets every slot of `job`'s `queue` (served here) to wait for
-  // its position in [lowest, lowest + slots) (RunTracker): a slot already
-  // waiting for it, or whose stored packet is that position's, is kept; with
-  // kFreshPs so is a slot the PS completed at or past it; any other slot
-  // forgets its live state and stored packet and waits for the target.
-  // Returns the slots changed. Unknown job or queue: 0.
-  size_t RebuildQueue(uint8_t job, uint32_t queue, uint64_t lowest, RebuildMode mode);
-  // QueueCompletedAny: some slot of the queue completed a fragment since
-  // this engine started (or its last kNewRun rebuild).
-  bool QueueCompletedAny(uint8_t job, uint32_t queue) const;
+  // its position in [lowest, lowest + slots) (RunTracker), or for the next
+  // one (position + slots) when every worker has the result of that
+  // position (`acked_by_all`, ascending; RecoveryPlan): a slot already
+  // waiting for its target, or whose stored packet is the position before
+  // it, is kept; with kFreshPs so is a slot the PS completed at or past it;
+  // any other slot forgets its live state and stored packet and waits for
+  // the target. Returns the slots changed. Unknown job or queue: 0.
+  size_t RebuildQueue(uint8_t job, uint32_t queue, uint64_t lowest, RebuildMode mode,
+                      std::span<const uint64_t> acked_by_all = {});
+  // OnReplay: `packet` is a parameter packet an earlier PS completed (its
+  // header and payload as a worker received them), replayed by that worker
+  // after a restart (lib/protocol/replay_message.h). If its slot waits for
+  // exactly that position, the packet becomes the slot's completed one (the
+  // live state, if any, is dropped) and goes to `sink`, so that every
+  // worker still waiting for it gets the same values; true. Otherwise (not a
+  // result of a job and queue served here, or the slot waits for another
+  // position) nothing changes; false. Counted in replays_applied /
+  // replays_ignored.
+  bool OnReplay(const wire::AtpMessage& packet, protocol::MessageSink& sink);
+  // WaitsFor: the slot of `position` (20-bit) of `job`'s `queue` waits for
+  // that very position (it is the slot's next generation).
+  bool WaitsFor(uint8_t job, uint32_t queue, uint32_t position) const;
   // job_layout: the layout of a job served here, or null.
   const JobLayout* job_layout(uint8_t job) const {
     return job_index_[job] < 0 ? nullptr : &jobs_[static_cast<size_t>(job_index_[job])].layout;

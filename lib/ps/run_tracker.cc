@@ -12,11 +12,12 @@ RunTracker::RunTracker(int workers, uint32_t served_queues) : queues_(served_que
 }
 
 std::optional<RebuildDecision> RunTracker::OnJoin(uint32_t queue_index, int worker,
-                                                  uint64_t incarnation, uint64_t lowest_unacked) {
+                                                  uint64_t incarnation,
+                                                  const protocol::JoinBody& join) {
   if (queue_index >= queues_.size()) return std::nullopt;
   QueueState& q = queues_[queue_index];
   if (worker < 0 || static_cast<size_t>(worker) >= q.joins.size()) return std::nullopt;
-  q.joins[static_cast<size_t>(worker)] = Join{incarnation, lowest_unacked, true};
+  q.joins[static_cast<size_t>(worker)] = Join{incarnation, join, true};
   bool all_new = true;
   for (size_t w = 0; w < q.joins.size(); ++w) {
     if (!q.joins[w].fresh) return std::nullopt;  // wait for everyone
@@ -27,18 +28,25 @@ std::optional<RebuildDecision> RunTracker::OnJoin(uint32_t queue_index, int work
   if (!all_new) return std::nullopt;
   RebuildDecision decision;
   decision.mode = q.any_synced ? RebuildMode::kNewRun : RebuildMode::kFreshPs;
-  decision.lowest = q.joins[0].lowest;
-  decision.highest = q.joins[0].lowest;
-  for (const Join& j : q.joins) {
-    decision.lowest = std::min(decision.lowest, j.lowest);
-    decision.highest = std::max(decision.highest, j.lowest);
-  }
+  decision.lowest = q.joins[0].body.lowest_unacked;
+  decision.highest = decision.lowest;
+  decision.joins.reserve(q.joins.size());
   for (size_t w = 0; w < q.joins.size(); ++w) {
-    if (q.joins[w].lowest > decision.lowest) decision.ahead.push_back(static_cast<int>(w));
+    const protocol::JoinBody& body = q.joins[w].body;
+    decision.lowest = std::min(decision.lowest, body.lowest_unacked);
+    decision.highest = std::max(decision.highest, body.lowest_unacked);
+    decision.joins.push_back(body);
     q.synced[w] = q.joins[w].incarnation;
   }
   q.any_synced = true;
   return decision;
+}
+
+bool RunTracker::Joined(uint32_t queue_index, int worker, uint64_t incarnation) const {
+  if (queue_index >= queues_.size()) return false;
+  const QueueState& q = queues_[queue_index];
+  if (worker < 0 || static_cast<size_t>(worker) >= q.joins.size()) return false;
+  return q.joins[static_cast<size_t>(worker)].incarnation == incarnation;
 }
 
 }  // namespace atp::ps

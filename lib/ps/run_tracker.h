@@ -15,13 +15,18 @@
 // which the PS names (kWaitingForWorkers).
 //
 //   RunTracker tracker(/*workers=*/4, /*served_queues=*/16);
-//   if (auto d = tracker.OnJoin(q, worker, incarnation, lowest, next)) Rebuild(*d);
+//   if (auto d = tracker.OnJoin(q, worker, incarnation, join)) Rebuild(*d);
+//
+// Memory: one join (192 bytes) per worker and served queue, allocated
+// at construction.
 #ifndef ATP_LIB_PS_RUN_TRACKER_H_
 #define ATP_LIB_PS_RUN_TRACKER_H_
 
 #include <cstdint>
 #include <optional>
 #include <vector>
+
+#include "lib/protocol/join_message.h"
 
 namespace atp::ps {
 
@@ -34,7 +39,9 @@ struct RebuildDecision {
   RebuildMode mode = RebuildMode::kFreshPs;
   uint64_t lowest = 0;   // the lowest unacknowledged position over the workers
   uint64_t highest = 0;  // the highest one
-  std::vector<int> ahead;  // workers whose lowest unacknowledged position > lowest
+  // joins[w]: worker w's join that completed the decision (where its stream
+  // stands and which results it holds: lib/ps/recovery_plan.h).
+  std::vector<protocol::JoinBody> joins;
 };
 
 class RunTracker {
@@ -44,12 +51,16 @@ class RunTracker {
   // OnJoin: worker `worker`'s join for served queue index `queue_index`
   // (queue / shard_count). A decision when the queue must be rebuilt.
   std::optional<RebuildDecision> OnJoin(uint32_t queue_index, int worker, uint64_t incarnation,
-                                        uint64_t lowest_unacked);
+                                        const protocol::JoinBody& join);
+
+  // Joined: `worker`'s latest join on served queue `queue_index` is of
+  // `incarnation` (it belongs to the run the PS last heard from).
+  bool Joined(uint32_t queue_index, int worker, uint64_t incarnation) const;
 
  private:
   struct Join {
     uint64_t incarnation = 0;
-    uint64_t lowest = 0;
+    protocol::JoinBody body;
     bool fresh = false;  // joined since the last decision
   };
   struct QueueState {

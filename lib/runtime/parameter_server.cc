@@ -50,6 +50,8 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.status_sent += s.status_sent;
   total.join_requests += s.join_requests;
   total.rebuilds += s.rebuilds;
+  total.replay_requests += s.replay_requests;
+  total.replays += s.replays;
   total.mismatches += s.mismatches;
   total.operations_confirmed += s.operations_confirmed;
 }

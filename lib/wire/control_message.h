@@ -1,5 +1,5 @@
 // lib/wire/control_message.h: control messages, the ATP frames that carry a
-// job's control (pulls, joins, status) instead of values (docs/protocol.md,
+// job's control (pulls, joins, status, replays) instead of values (docs/protocol.md,
 // "Control frames").
 //
 // A control frame is an ordinary 306-byte ATP frame (ATP-SPEC section 2) whose
@@ -67,8 +67,12 @@ enum class ControlType : uint8_t {
   kStatus = 3,
   // Worker -> PS: where an operation starts in a queue's stream and its size.
   kOpBegin = 4,
+  // Worker -> PS: half of a parameter packet the worker received from an
+  // earlier PS, replayed after a restart so that the workers that lost it
+  // get the very same values (lib/protocol/replay_message.h).
+  kReplay = 5,
 };
-inline constexpr uint8_t kMaxControlType = static_cast<uint8_t>(ControlType::kOpBegin);
+inline constexpr uint8_t kMaxControlType = static_cast<uint8_t>(ControlType::kReplay);
 
 // ControlMessage: a decoded control payload.
 struct ControlMessage {

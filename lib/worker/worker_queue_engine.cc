@@ -27,6 +27,7 @@ WorkerQueueEngine::WorkerQueueEngine(WorkerQueueConfig config)
     : config_(std::move(config)),
       slot_mask_(config_.slots - 1),
       slots_(config_.slots),
+      received_(config_.slots),
       resend_ring_(config_.slots),
       rtt_(config_.rtt_config()),
       cc_(config_.cc_config()),
@@ -466,18 +467,40 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
 }
 
 void WorkerQueueEngine::WriteResult(const wire::AtpHeader& h, const ResultPayload& payload,
-                                    const Operation& op, uint64_t position) const {
+                                    const Operation& op, uint64_t position) {
   const uint64_t offset = op.FirstValue(position);
   const size_t count =
       static_cast<size_t>(std::min<uint64_t>(kValuesPerFragment, op.output.size() - offset));
   const std::span<float> result = op.output.subspan(offset, count);
+  ReceivedPacket& copy = received_[position & slot_mask_];
+  copy.position = position;
+  copy.header = h;
   if (payload.host != nullptr) {
     DecodeResult(h.fp, *payload.host, config_.scale, result);
+    wire::EncodePayload(*payload.host, copy.payload);
   } else {
     DecodeResultFromWire(h.fp, std::span<const uint8_t, wire::kPayloadBytes>(payload.wire,
                                                                             wire::kPayloadBytes),
                          config_.scale, result);
+    std::copy_n(payload.wire, wire::kPayloadBytes, copy.payload.begin());
   }
+}
+
+uint64_t WorkerQueueEngine::ResultsAfterLowest(std::span<uint32_t> bits) const {
+  std::fill(bits.begin(), bits.end(), 0u);
+  uint64_t end = expected_;
+  // Results exist only within `slots` of expected_ (in flight, or early).
+  for (uint64_t p = expected_ + 1; p < expected_ + config_.slots; ++p) {
+    const Slot& slot = SlotOf(p);
+    if (slot.position != p ||
+        (slot.state != SlotState::kAcked && slot.state != SlotState::kEarlyResult)) {
+      continue;
+    }
+    end = p + 1;
+    const uint64_t i = p - expected_ - 1;
+    if (i < uint64_t{32} * bits.size()) bits[i / 32] |= 1u << (i % 32);
+  }
+  return end;
 }
 
 void WorkerQueueEngine::CountAcked(Operation& op) {

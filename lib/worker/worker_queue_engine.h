@@ -87,9 +87,18 @@
 // saves a 248-byte copy per fragment sent plus slots x 248 bytes of memory. A
 // slot remembers only whether it must now be sent as float32 (after an
 // overflow request).
+//
+// Received packets: the engine keeps, per slot, a copy of the last parameter
+// packet that completed a fragment of it (its header and its 248 payload
+// bytes as on the wire, 288 bytes per slot: 72 KiB per queue at 256 slots),
+// so that after a PS restart it can replay a result another worker lost
+// (docs/protocol.md "Failures, runs and restarts"; Received). Every result
+// costs one 248-byte copy. ResultsAfterLowest says which results the engine
+// holds beyond the lowest unacknowledged position, for the join.
 #ifndef ATP_LIB_WORKER_WORKER_QUEUE_ENGINE_H_
 #define ATP_LIB_WORKER_WORKER_QUEUE_ENGINE_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -226,6 +235,25 @@ class WorkerQueueEngine {
   // next call. Their outputs are complete. Control path.
   size_t CollectCompletions(std::span<OperationId> out);
 
+  // ReceivedPacket: a parameter packet that completed a fragment here.
+  struct ReceivedPacket {
+    uint64_t position = UINT64_MAX;  // its stream position; UINT64_MAX: none yet
+    wire::AtpHeader header;
+    std::array<uint8_t, wire::kPayloadBytes> payload{};  // as on the wire (big-endian)
+  };
+  // Received: the parameter packet that completed `position`, if this engine
+  // has its result and still holds the copy (the slot's last one); null
+  // otherwise. Valid until the next OnParameterPacket.
+  const ReceivedPacket* Received(uint64_t position) const {
+    const ReceivedPacket& copy = received_[position & slot_mask_];
+    return copy.position == position ? &copy : nullptr;
+  }
+  // ResultsAfterLowest: sets bit i (of bits[i / 32], bit i % 32) when
+  // position lowest_unacked + 1 + i has its result (acknowledged out of
+  // order, or an early result), for i < 32 * bits.size(); returns one past
+  // the highest position with a result (lowest_unacked when none beyond it).
+  uint64_t ResultsAfterLowest(std::span<uint32_t> bits) const;
+
   WorkerQueueStats stats() const;
   const WorkerQueueConfig& config() const { return config_; }
   RttEstimator::DebugState rtt_debug_state() const { return rtt_.debug_state(); }
@@ -359,14 +387,18 @@ class WorkerQueueEngine {
   // this worker does not contribute to: stores the result; false if the
   // position cannot take one (not enqueued, slot busy, or a contribution).
   bool TakeEarlyResult(const wire::AtpHeader& h, const ResultPayload& payload, uint64_t position);
-  // WriteResult: a parameter packet's values into `op`'s output at `position`.
+  // WriteResult: a parameter packet's values into `op`'s output at `position`,
+  // and its copy into received_.
   void WriteResult(const wire::AtpHeader& h, const ResultPayload& payload, const Operation& op,
-                   uint64_t position) const;
+                   uint64_t position);
 
   WorkerQueueConfig config_;
   wire::AtpHeader header_template_;
   uint64_t slot_mask_;
   std::vector<Slot> slots_;
+  // received_[slot]: the last parameter packet that completed a fragment of
+  // the slot (cold: written once per result, read only for replays).
+  std::vector<ReceivedPacket> received_;
   // Resend FIFO: a ring of positions, each in flight and queued at most once.
   std::vector<uint64_t> resend_ring_;
   size_t resend_head_ = 0;

@@ -51,6 +51,8 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   d["status_sent"] = s.status_sent;
   d["join_requests"] = s.join_requests;
   d["rebuilds"] = s.rebuilds;
+  d["replay_requests"] = s.replay_requests;
+  d["replays"] = s.replays;
   d["mismatches"] = s.mismatches;
   d["operations_confirmed"] = s.operations_confirmed;
   return d;

@@ -1,22 +1,30 @@
 // Runs, restarts and mismatches on a small in-process job over loopback
 // (docs/protocol.md "Failures, runs and restarts"): a PS restarted while
 // operations are in flight rebuilds its window from the workers' joins and
-// the job finishes exactly; a second run of new Workers against a PS that
+// the job finishes exactly, also when the dead PS's last results reached
+// some workers only (they are replayed; the faults are the fabric's
+// delivery filter, so the state at the restart is exact); a second run of new Workers against a PS that
 // served a first one is exact; a worker whose configuration disagrees with
 // the job's makes every worker fail naming it and the field.
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <mutex>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "absl/time/clock.h"
 #include "atp/failure.h"
 #include "atp/parameter_server.h"
 #include "atp/quantize.h"
+#include "atp/wire.h"
 #include "atp/worker.h"
 #include "gtest/gtest.h"
+#include "lib/wire/control_message.h"
 #include "testbed/local_cluster.h"
 #include "tests/unit/runtime/local_job_checks.h"
 
@@ -77,6 +85,168 @@ TEST(RestartTest, APsRestartedMidJobRebuildsFromTheJoinsAndTheJobIsExact) {
   // their joins (its statistics are published after the step that did it).
   EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
     return s.join_requests > 0 && s.rebuilds > 0;
+  }));
+  EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
+}
+
+// Eventually: polls `predicate` (state other threads change, with nothing to
+// wait on) until it holds or `deadline` passes.
+bool Eventually(absl::Duration deadline, const std::function<bool()>& predicate) {
+  const absl::Time end = absl::Now() + deadline;
+  while (!predicate()) {
+    if (absl::Now() > end) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
+// ResultFaults: a delivery filter on the fabric for the job's results
+// (parameter packets that complete a fragment): it records which results
+// reached which worker and drops the copies `drop` names. Everything else
+// (control frames, overflow requests) passes.
+class ResultFaults {
+ public:
+  using DropRule = std::function<bool(int worker, uint32_t queue, uint32_t position)>;
+
+  ResultFaults(LocalCluster& cluster, uint8_t job_id) : workers_(cluster.num_workers(0)) {
+    for (size_t w = 0; w < workers_; ++w) {
+      ips_.push_back(LocalCluster::WorkerIp(job_id, 0, static_cast<int>(w)).value);
+    }
+    delivered_.resize(workers_);
+    cluster.fabric()->SetDeliveryFilter([this](wire::Ipv4Address to, const wire::AtpHeader& h) {
+      if (!h.ack || wire::IsControl(h) || h.IsOverflowRequest()) return true;
+      const auto at = std::find(ips_.begin(), ips_.end(), to.value);
+      if (at == ips_.end()) return true;
+      const int worker = static_cast<int>(at - ips_.begin());
+      std::lock_guard<std::mutex> lock(mu_);
+      if (drop_ && drop_(worker, h.queue(), h.position())) return false;
+      delivered_[static_cast<size_t>(worker)].insert(h.seq);
+      const uint32_t q = h.queue();
+      if (q < newest_.size()) newest_[q] = std::max(newest_[q], static_cast<int64_t>(h.position()));
+      return true;
+    });
+  }
+
+  // Drop: from now on, drops the copies `rule` names (built under the lock,
+  // so it may read the positions delivered so far through `this`).
+  void Drop(std::function<DropRule(ResultFaults&)> make_rule) {
+    std::lock_guard<std::mutex> lock(mu_);
+    drop_ = make_rule(*this);
+  }
+  void DeliverAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    drop_ = nullptr;
+  }
+  // Got: whether `worker` received the result of (queue, position).
+  bool Got(int worker, uint32_t queue, uint32_t position) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return GotLocked(worker, queue, position);
+  }
+  // SomeoneAheadOf: some worker received a result of `queue` that `lagging`
+  // never did.
+  bool SomeoneAheadOf(int lagging, uint32_t queue) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t w = 0; w < workers_; ++w) {
+      for (uint32_t seq : delivered_[w]) {
+        if (wire::QueueOfSeq(seq) == queue && !delivered_[static_cast<size_t>(lagging)].count(seq)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+  // Newest (under the lock, from a DropRule's maker): the highest position of
+  // `queue` delivered to anyone so far, or -1.
+  int64_t NewestLocked(uint32_t queue) const { return newest_[queue]; }
+
+ private:
+  bool GotLocked(int worker, uint32_t queue, uint32_t position) const {
+    return delivered_[static_cast<size_t>(worker)].count(wire::MakeSeq(queue, position)) > 0;
+  }
+
+  const size_t workers_;
+  std::vector<uint32_t> ips_;
+  std::mutex mu_;
+  DropRule drop_;                            // under mu_
+  std::vector<std::set<uint32_t>> delivered_;  // under mu_: per worker, seqs received
+  std::array<int64_t, wire::kMaxQueues> newest_ = MinusOnes();  // under mu_
+
+  static std::array<int64_t, wire::kMaxQueues> MinusOnes() {
+    std::array<int64_t, wire::kMaxQueues> a;
+    a.fill(-1);
+    return a;
+  }
+};
+
+TEST(RestartTest, AResultOnlySomeWorkersGotIsReplayedByOneThatGotIt) {
+  // The PS dies right after its parameter packets reached workers 0 and 1
+  // but not worker 2: 0 and 1 are past positions that 2 still waits for,
+  // and they will never resend them. The restarted PS learns it from the
+  // joins and asks one of them to replay the packets it received.
+  auto cluster = testing::StartCluster(Job(3));
+  ASSERT_NE(cluster, nullptr);
+  ResultFaults faults(*cluster, /*job_id=*/4);
+  ExpectExactRound(*cluster, /*ops=*/8, /*size=*/40000, /*seed=*/41, [&] {
+    ASSERT_TRUE(EventuallyStats(*cluster, kDeadline,
+                                [](const ParameterServerStats& s) { return s.completed > 100; }));
+    // Worker 2 loses every result from now on (the PS's resends of them too).
+    faults.Drop([](ResultFaults&) {
+      return [](int worker, uint32_t, uint32_t) { return worker == 2; };
+    });
+    // (On either queue: one may have no fragment in flight at worker 2 then.)
+    ASSERT_TRUE(Eventually(kDeadline, [&] {
+      return faults.SomeoneAheadOf(2, /*queue=*/0) || faults.SomeoneAheadOf(2, /*queue=*/1);
+    }));
+    ASSERT_TRUE(cluster->RestartParameterServer(0, 0, [&] { faults.DeliverAll(); }).ok());
+  });
+  EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
+    return s.rebuilds > 0 && s.replay_requests > 0 && s.replays > 0;
+  }));
+  EXPECT_GT(cluster->fabric()->stats().filtered, 0u);
+  EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
+}
+
+TEST(RestartTest, AResultAcknowledgedAfterAnUnacknowledgedOneIsRecovered) {
+  // On queue 0, position p's result reaches nobody and p + 1's reaches
+  // workers 0 and 1 only; later ones reach everyone. Every worker's lowest
+  // unacknowledged position is then p, so only the results each join lists
+  // beyond it tell the restarted PS that p + 1 must be replayed (by 0 or 1)
+  // and that p + 2, ... need nothing.
+  auto cluster = testing::StartCluster(Job(3));
+  ASSERT_NE(cluster, nullptr);
+  ResultFaults faults(*cluster, /*job_id=*/4);
+  std::atomic<int64_t> chosen{-1};  // p
+  ExpectExactRound(*cluster, /*ops=*/8, /*size=*/40000, /*seed=*/57, [&] {
+    ASSERT_TRUE(EventuallyStats(*cluster, kDeadline,
+                                [](const ParameterServerStats& s) { return s.completed > 100; }));
+    faults.Drop([&](ResultFaults& f) {
+      // p: the first position of queue 0 past every result delivered so far
+      // (so no worker has it yet), fixed when its first copy goes by.
+      const int64_t newest = f.NewestLocked(0);
+      return [&chosen, newest](int worker, uint32_t queue, uint32_t position) {
+        if (queue != 0) return false;
+        int64_t p = chosen.load();
+        if (p < 0 && static_cast<int64_t>(position) > newest) {
+          p = position;
+          chosen.store(p);
+        }
+        if (p < 0) return false;
+        return static_cast<int64_t>(position) == p ||
+               (static_cast<int64_t>(position) == p + 1 && worker == 2);
+      };
+    });
+    ASSERT_TRUE(Eventually(kDeadline, [&] {
+      const int64_t p = chosen.load();
+      if (p < 0) return false;
+      const auto next = static_cast<uint32_t>(p + 1);
+      const auto after = static_cast<uint32_t>(p + 2);
+      return faults.Got(0, 0, next) && faults.Got(1, 0, next) && faults.Got(0, 0, after) &&
+             faults.Got(1, 0, after) && faults.Got(2, 0, after);
+    }));
+    ASSERT_TRUE(cluster->RestartParameterServer(0, 0, [&] { faults.DeliverAll(); }).ok());
+  });
+  EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
+    return s.rebuilds > 0 && s.replay_requests > 0 && s.replays > 0;
   }));
   EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
 }

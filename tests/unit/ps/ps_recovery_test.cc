@@ -1,0 +1,168 @@
+// Recovering a queue after a PS restart (docs/protocol.md "Failures, runs and
+// restarts"): the plan the joins give (lib/ps/recovery_plan.h: which
+// positions every worker has, which must be replayed and by whom) and the
+// engine's side of it (RebuildQueue with positions done everywhere,
+// OnReplay taking a replayed packet bit for bit).
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/protocol/join_message.h"
+#include "lib/ps/ps_engine.h"
+#include "lib/ps/recovery_plan.h"
+#include "tests/unit/ps/ps_test_util.h"
+
+namespace atp::ps {
+namespace {
+
+using protocol::JobShape;
+using protocol::JoinBody;
+using testing::Fill;
+using testing::RecordingSink;
+using testing::Worker;
+
+// Join: a join at `lowest` whose worker also has the results of `extra`
+// (positions after lowest).
+JoinBody Join(uint64_t lowest, std::initializer_list<uint64_t> extra = {}) {
+  JoinBody join;
+  join.lowest_unacked = lowest;
+  join.acked_end = lowest;
+  for (uint64_t p : extra) {
+    const uint64_t i = p - lowest - 1;
+    join.acked_after_lowest[i / 32] |= 1u << (i % 32);
+    join.acked_end = std::max(join.acked_end, p + 1);
+  }
+  return join;
+}
+
+RebuildDecision Decide(std::vector<JoinBody> joins) {
+  RebuildDecision decision;
+  decision.lowest = joins[0].lowest_unacked;
+  for (const JoinBody& j : joins) {
+    decision.lowest = std::min(decision.lowest, j.lowest_unacked);
+    decision.highest = std::max(decision.highest, j.lowest_unacked);
+  }
+  decision.joins = std::move(joins);
+  return decision;
+}
+
+TEST(RecoveryPlanTest, AsksTheWorkerFurthestAheadForWhatOnlySomeHave) {
+  // Worker 1 has 10..12 in order and 15; worker 2 has 11 and 15 out of order.
+  const RecoveryPlan plan =
+      PlanRecovery(Decide({Join(10), Join(13, {15}), Join(10, {11, 15})}), /*slots=*/8);
+  EXPECT_TRUE(plan.acked_by_all.empty());
+  EXPECT_EQ(plan.replays,
+            (std::vector<ReplayRange>{{10, 13, /*worker=*/1}, {15, 16, /*worker=*/1}}));
+}
+
+TEST(RecoveryPlanTest, PositionsEveryWorkerHasNeedNothing) {
+  // Everyone waits for 10; everyone has 11 and 12; worker 0 alone has 13.
+  const RecoveryPlan plan = PlanRecovery(
+      Decide({Join(10, {11, 12, 13}), Join(10, {11, 12}), Join(10, {11, 12})}), /*slots=*/8);
+  EXPECT_EQ(plan.acked_by_all, (std::vector<uint64_t>{11, 12}));
+  EXPECT_EQ(plan.replays, (std::vector<ReplayRange>{{13, 14, /*worker=*/0}}));
+}
+
+TEST(RecoveryPlanTest, NothingToDoWhenTheWorkersAgree) {
+  const RecoveryPlan plan = PlanRecovery(Decide({Join(40), Join(40), Join(40)}), /*slots=*/8);
+  EXPECT_TRUE(plan.acked_by_all.empty());
+  EXPECT_TRUE(plan.replays.empty());
+}
+
+TEST(RecoveryPlanTest, ResultsBeyondWhatAJoinDescribesAreAskedOfAnyWorker) {
+  // Worker 0 has results up to 1999 that its join's bits cannot name (they
+  // reach lowest + kJoinAckedBits); worker 1 has none.
+  JoinBody far = Join(0);
+  far.acked_end = 2000;
+  const RecoveryPlan plan = PlanRecovery(Decide({far, Join(0)}), /*slots=*/4096);
+  EXPECT_TRUE(plan.acked_by_all.empty());
+  EXPECT_EQ(plan.replays,
+            (std::vector<ReplayRange>{{protocol::kJoinAckedBits + 1, 2000, /*worker=*/-1}}));
+}
+
+class PsReplayTest : public ::testing::Test {
+ protected:
+  // One rack of three workers; slots 8.
+  void SetUp() override {
+    shape_ = JobShape::Uniform(7, 1, 3);
+    engine_.emplace(testing::MakeEngine(testing::ConfigFor({shape_}, /*slots=*/8)));
+  }
+  // Result: a parameter packet as the dead PS sent it for queue 0 `position`.
+  wire::AtpMessage Result(uint32_t position) const {
+    wire::AtpMessage m;
+    m.header.job = shape_.job;
+    m.header.seq = wire::MakeSeq(0, position);
+    m.header.ack = true;
+    m.header.edge = true;
+    m.header.fan_in0 = 3;
+    m.header.fan_in1 = 1;
+    m.header.bitmap0 = 0b111;
+    m.header.bitmap1 = 0x0BEE;  // the new index
+    m.header.collision = true;
+    m.header.ecn = true;
+    m.header.aggregator = 4242;
+    for (size_t i = 0; i < m.payload.size(); ++i) {
+      m.payload[i] = 0xDEAD0000u + static_cast<uint32_t>(i);
+    }
+    return m;
+  }
+
+  JobShape shape_;
+  std::optional<PsEngine> engine_;
+  RecordingSink sink_;
+};
+
+TEST_F(PsReplayTest, AReplayedResultCompletesItsSlotBitForBit) {
+  // A restarted PS rebuilt from position 20; everyone has 22.
+  const std::vector<uint64_t> done = {22};
+  EXPECT_GT(engine_->RebuildQueue(7, 0, 20, RebuildMode::kFreshPs, done), 0u);
+  EXPECT_TRUE(engine_->WaitsFor(7, 0, 20));
+  EXPECT_TRUE(engine_->WaitsFor(7, 0, 21));
+  EXPECT_FALSE(engine_->WaitsFor(7, 0, 22));
+  EXPECT_TRUE(engine_->WaitsFor(7, 0, 30)) << "22's slot waits for its next generation";
+
+  // Worker 2 lacks 21 and resends it; 0 and 1 have it and never will.
+  engine_->OnGradient(Worker(shape_, wire::MakeSeq(0, 21), 0, 2, Fill(5)), testing::kNow, sink_);
+  EXPECT_EQ(engine_->live_slots(), 1u);
+  const wire::AtpMessage replayed = Result(21);
+  EXPECT_TRUE(engine_->OnReplay(replayed, sink_));
+  std::vector<wire::AtpMessage> sent = sink_.TakeAll();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].header, replayed.header) << "what the dead PS sent, field for field";
+  EXPECT_EQ(sent[0].payload, replayed.payload);
+  EXPECT_EQ(engine_->live_slots(), 0u) << "worker 2's partial state gave way";
+  EXPECT_TRUE(engine_->WaitsFor(7, 0, 29));
+  EXPECT_EQ(engine_->counters().replays_applied, 1u);
+  EXPECT_EQ(engine_->counters().completed, 0u) << "not computed here";
+
+  // Worker 2 lost even that: its resend gets the same packet again.
+  wire::AtpMessage resend = Worker(shape_, wire::MakeSeq(0, 21), 0, 2, Fill(5));
+  resend.header.resend = true;
+  engine_->OnGradient(resend, testing::kNow, sink_);
+  sent = sink_.TakeAll();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].payload, replayed.payload);
+}
+
+TEST_F(PsReplayTest, ReplaysOfPositionsTheSlotDoesNotWaitForChangeNothing) {
+  ASSERT_GT(engine_->RebuildQueue(7, 0, 20, RebuildMode::kFreshPs), 0u);
+  EXPECT_TRUE(engine_->OnReplay(Result(21), sink_));
+  EXPECT_FALSE(engine_->OnReplay(Result(21), sink_)) << "a second copy";
+  EXPECT_FALSE(engine_->OnReplay(Result(37), sink_)) << "two generations ahead";
+  EXPECT_FALSE(engine_->OnReplay(Result(13), sink_)) << "behind";
+  wire::AtpMessage overflow_request = Result(20);
+  overflow_request.header.resend = true;
+  overflow_request.header.fp = false;
+  EXPECT_FALSE(engine_->OnReplay(overflow_request, sink_)) << "not a result";
+  wire::AtpMessage other_job = Result(20);
+  other_job.header.job = 8;
+  EXPECT_FALSE(engine_->OnReplay(other_job, sink_));
+  EXPECT_EQ(engine_->counters().replays_applied, 1u);
+  EXPECT_EQ(engine_->counters().replays_ignored, 5u);
+  EXPECT_EQ(sink_.TakeAll().size(), 1u);
+  EXPECT_TRUE(engine_->WaitsFor(7, 0, 20));
+}
+
+}  // namespace
+}  // namespace atp::ps
