@@ -9,7 +9,6 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "atp/window_sizing.h"
-#include "lib/tool/command_line.h"
 #include "lib/tool/flag_checks.h"
 
 ABSL_FLAG(int, slots, 0,
@@ -87,11 +86,14 @@ uint64_t RequiredAggregators(const JobOptions& job, int jobs) {
 std::string DescribeWindow(const JobOptions& job) {
   std::string out = absl::StrCat("window ", job.initial_window, " of ", job.slots,
                                  " slots per queue");
-  if (tool::FlagGiven("slots") && tool::FlagGiven("window")) {
-    absl::StrAppend(&out, " (--slots/--window)");
+  const bool slots = absl::GetFlag(FLAGS_slots) != 0;
+  const bool window = absl::GetFlag(FLAGS_window) != 0;
+  if (slots && window) {
+    absl::StrAppend(&out, " (--slots, --window)");
   } else {
-    absl::StrAppend(&out, " (", absl::GetFlag(FLAGS_link_gbps), " Gb/s x ",
-                    absl::GetFlag(FLAGS_path_rtt_us), " us)");
+    absl::StrAppend(&out, " (", slots ? "--slots, " : "", window ? "--window, " : "",
+                    absl::GetFlag(FLAGS_link_gbps), " Gb/s x ", absl::GetFlag(FLAGS_path_rtt_us),
+                    " us)");
   }
   return out;
 }

@@ -47,8 +47,8 @@ absl::Status ApplyWindowFlags(JobOptions* job);
 // slots x io_threads x jobs.
 uint64_t RequiredAggregators(const JobOptions& job, int jobs);
 
-// DescribeWindow: "window 758 of 2048 slots per queue (100 Gb/s x 20 us)"
-// or "(--slots/--window)", for the tools' start-up lines.
+// DescribeWindow: "window 758 of 2048 slots per queue (100 Gb/s x 20 us)",
+// naming --slots/--window when given, for the tools' start-up lines.
 std::string DescribeWindow(const JobOptions& job);
 
 }  // namespace atp::examples
