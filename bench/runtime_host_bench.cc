@@ -12,18 +12,29 @@
 // The round trip includes the fake transport's copy of each answer (what a
 // NIC's DMA would do); push and pull do not.
 //
+// The PS's host the same way (BM_PsMulticast*): PsIoLoop::Step receiving a
+// worker's gradients of a one-worker job (each completes at once, as a
+// switch's whole aggregate does) and multicasting the parameter packets, to
+// a transport that drops them: items are parameter packets sent.
+//
 //   build/bench/runtime_host_bench --benchmark_min_time=1
 //
-// Every benchmark checks its last result against dequantize(quantize(x)).
+// Every benchmark checks its last result against dequantize(quantize(x)) (the
+// PS's: the last parameter packet, addressed to the group, with the last
+// gradient's sum).
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "atp/quantize.h"
+#include "atp/transport/segmentation.h"
 #include "atp/wire.h"
 #include "benchmark/benchmark.h"
 #include "lib/host/op_state.h"
+#include "lib/host/ps_io_loop.h"
+#include "lib/host/ps_shard.h"
+#include "lib/wire/control_message.h"
 #include "testbed/reflector_queue.h"
 #include "lib/host/worker_config.h"
 #include "lib/host/worker_io_loop.h"
@@ -166,6 +177,93 @@ void BM_Pull(benchmark::State& state) {
   Report(state, b.Verify());
 }
 BENCHMARK(BM_Pull)->Unit(benchmark::kMillisecond);
+
+// PsMulticastWith: the PS host's cost per parameter packet: a worker's real
+// gradient frames (made once, untimed, by a WorkerIoLoop into a holding
+// queue) are put on the PS queue's receive side before each iteration
+// (untimed), renumbered to the iteration's positions; the timed part is
+// PsIoLoop::Step until every parameter packet left, multicast to the job's
+// group, on a queue that drops what it is given and declares
+// `tx_segmentation`. One PS serves every iteration (its slot state is built
+// once, untimed).
+void PsMulticastWith(benchmark::State& state, transport::TxSegmentation tx_segmentation) {
+  Bench worker(testbed::ReflectorQueue::Mode::kHold, 1 << 16, 1 << 16);
+  auto op = worker.Submit();
+  worker.StepUntil([&] { return worker.queue.held().size() == kFragments; });
+  std::vector<testbed::ReflectorQueue::Frame> gradients;
+  for (const testbed::ReflectorQueue::Frame& f : worker.queue.held()) {
+    wire::FrameFields fields;
+    if (wire::DecodeFrame(f, wire::kDefaultBasePort, &fields, nullptr) == wire::DecodeError::kOk &&
+        !wire::IsControl(fields.header)) {
+      gradients.push_back(f);
+    }
+  }
+  const wire::Ipv4Address ps_ip = *wire::Ipv4Address::Parse("10.0.0.2");
+  const wire::Ipv4Address group_ip = *wire::Ipv4Address::Parse("239.1.0.1");
+  ParameterServerOptions options;
+  ParameterServerJobOptions job;
+  job.job_id = 1;
+  job.layout = RackLayout::Uniform(1, 1);
+  job.delivery = ParameterDelivery::kMulticast;
+  job.multicast_group = {group_ip, transport::DefaultMacFor(group_ip)};
+  options.jobs.push_back(job);
+  options.slots = 1 << 16;
+  options.gradient_source_check = SourceCheck::kOff;
+  testbed::ReflectorQueue queue(0, testbed::ReflectorQueue::Mode::kDiscard,
+                                /*capacity=*/kFragments + 1024, tx_segmentation);
+  PsIoLoop loop(*PsShard::Create(options, 0, {ps_ip, transport::DefaultMacFor(ps_ip)}), {&queue},
+                wire::kDefaultBasePort, options.max_burst);
+  TimePoint now = TimePoint::FromNanoseconds(1);
+  bool verified = gradients.size() == kFragments;
+  uint64_t sent = 0;
+  uint32_t first_position = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    // Positions first_position.. (seq: queue 0, 20-bit position, big-endian
+    // at kSeqOffset; no checksum covers it).
+    for (size_t i = 0; i < gradients.size(); ++i) {
+      testbed::ReflectorQueue::Frame g = gradients[i];
+      const uint32_t seq = wire::MakeSeq(0, first_position + static_cast<uint32_t>(i));
+      g[transport::kSeqOffset] = static_cast<uint8_t>(seq >> 16);
+      g[transport::kSeqOffset + 1] = static_cast<uint8_t>(seq >> 8);
+      g[transport::kSeqOffset + 2] = static_cast<uint8_t>(seq);
+      verified &= queue.InjectRx(g);
+    }
+    sent += gradients.size();
+    state.ResumeTiming();
+    while (queue.discarded() < sent) {
+      loop.Step(now);
+      now += TimeDelta::FromNanoseconds(100);
+    }
+    state.PauseTiming();
+    wire::FrameFields fields;
+    wire::Payload payload;
+    wire::Payload gradient;
+    verified &= wire::DecodeFrame(queue.last_discarded(), wire::kDefaultBasePort, &fields,
+                                  &payload) == wire::DecodeError::kOk &&
+                wire::DecodeFrame(gradients.back(), wire::kDefaultBasePort, nullptr, &gradient) ==
+                    wire::DecodeError::kOk &&
+                fields.header.ack && fields.dst_ip == group_ip && payload == gradient &&
+                fields.header.position() ==
+                    ((first_position + kFragments - 1) & wire::kPositionMask) &&
+                queue.discarded() == sent;
+    first_position = (first_position + kFragments) & wire::kPositionMask;
+    state.ResumeTiming();
+  }
+  Report(state, verified);
+}
+
+void BM_PsMulticast(benchmark::State& state) {
+  PsMulticastWith(state, transport::TxSegmentation::kSoftware);
+}
+BENCHMARK(BM_PsMulticast)->Unit(benchmark::kMillisecond);
+
+// PsMulticastOffload: the same to a queue that offloads segmentation: runs of
+// parameter packets leave as segmentation jobs.
+void BM_PsMulticastOffload(benchmark::State& state) {
+  PsMulticastWith(state, transport::TxSegmentation::kKernelGso);
+}
+BENCHMARK(BM_PsMulticastOffload)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace atp::runtime

@@ -29,6 +29,7 @@
 #include "examples/common/endpoint.h"
 #include "examples/common/endpoint_flags.h"
 #include "examples/common/tool_flags.h"
+#include "examples/common/window_flags.h"
 #include "lib/tool/flag_checks.h"
 #include "nlohmann/json.hpp"
 
@@ -48,6 +49,11 @@ ABSL_FLAG(int, orphan_timeout_ms, 2000,
           "retransmission timeout (docs/protocol.md).");
 ABSL_FLAG(int, stats_interval_s, 0,
           "0: quiet. N: one line of counters on stderr every N seconds while serving.");
+
+ABSL_FLAG(bool, print_window, false,
+          "Print the window and slots per queue that the window flags (--slots, --window, "
+          "--link_gbps, --path_rtt_us) give for --io_threads, as one JSON object, and exit "
+          "(scripts/testbed sizes the switches' aggregators from it).");
 
 ABSL_FLAG(int, metrics_port, -1,
           "Serve Prometheus metrics (GET /metrics, atp_ps_*{job=...}) on this TCP port; 0: any "
@@ -154,9 +160,26 @@ class StatsWriter {
   absl::Time start_;
 };
 
+// PrintWindow: --print_window.
+int PrintWindow() {
+  JobOptions job;
+  const int io_threads = absl::GetFlag(FLAGS_io_threads);
+  tool::ExitIfBad("atp-ps", tool::CheckRange("io_threads", io_threads, 1, wire::kMaxQueues));
+  job.io_threads = static_cast<uint32_t>(io_threads);
+  tool::ExitIfBad("atp-ps", ApplyWindowFlags(&job));
+  nlohmann::json j;
+  j["io_threads"] = job.io_threads;
+  j["slots"] = job.slots;
+  j["window"] = job.initial_window;
+  j["aggregators_per_job"] = RequiredAggregators(job, /*jobs=*/1);
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   tool::ParseCommandLineOrExit(argc, argv, "atp-ps", {"examples/atp_ps/", kSharedFlagSource},
                                kUsage);
+  if (absl::GetFlag(FLAGS_print_window)) return PrintWindow();
   const absl::Time start = absl::Now();
   StopSignals stop;  // before any thread starts (the EAL's included)
   EndpointPlace place;
@@ -199,7 +222,10 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "atp-ps: %s\n", std::string(spec.status().message()).c_str());
     return kBadFlagsExit;
   }
-  std::fprintf(stderr, "atp-ps: %s\n", spec->description.c_str());
+  // The window slots must be the workers': the same flags, the same defaults.
+  tool::ExitIfBad("atp-ps", ApplyWindowFlags(&spec->job));
+  std::fprintf(stderr, "atp-ps: %s, %s\n", spec->description.c_str(),
+               DescribeWindow(spec->job).c_str());
 
   // A server waits for its link as long as it runs (until a signal).
   absl::StatusOr<std::unique_ptr<transport::Device>> device =

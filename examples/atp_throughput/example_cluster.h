@@ -21,17 +21,12 @@ void ParseFlagsOrExit(int argc, char** argv, const char* program, const char* to
                       const std::string& usage);
 
 // ClusterShape: the job a tool runs, as the flags gave it (MakeCluster
-// checks the values, naming --io_threads, --slots and --window).
+// checks the values, naming --workers, --racks and --io_threads; the window
+// and slots come from examples/common/window_flags.h).
 struct ClusterShape {
   int workers = 2;
   int racks = 1;
   int io_threads = 1;
-  int slots = 256;
-  int initial_window = 200;
-  // explicit_window: slots or initial_window were given; --link_gbps and
-  // --path_rtt_us (a window from the path's bandwidth-delay product) are
-  // then refused.
-  bool explicit_window = false;
 };
 
 // MakeCluster: the job `shape` as threads of this process, placed by the

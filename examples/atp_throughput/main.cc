@@ -40,6 +40,7 @@
 #include "examples/common/endpoint_flags.h"
 #include "examples/common/inputs.h"
 #include "examples/common/tool_flags.h"
+#include "examples/common/window_flags.h"
 #include "testbed/oracle.h"
 #include "lib/tool/flag_checks.h"
 #include "nlohmann/json.hpp"
@@ -57,10 +58,6 @@ ABSL_FLAG(double, deadline_s, 120,
 ABSL_FLAG(int64_t, tensor_floats, 1 << 20, "Floats in each worker's tensor, per iteration.");
 ABSL_FLAG(int, workers, 4, "--role=cluster: workers in the job (spread over --racks).");
 ABSL_FLAG(int, iterations, 5, "Aggregations to time, one after the other.");
-ABSL_FLAG(int, window, 0,
-          "Initial window, fragments in flight per queue; 0: 200, or from --link_gbps.");
-ABSL_FLAG(int, slots, 0,
-          "Window slots per queue (a power of two >= --window); 0: 256, or from --link_gbps.");
 ABSL_FLAG(int, pause_after_iteration, 0,
           "--role=worker, for tests: once this many iterations are done (no operation in "
           "flight), stop the whole process (SIGSTOP) until it gets a SIGCONT, so that a test "
@@ -122,11 +119,6 @@ int Main(int argc, char** argv) {
   shape.workers = absl::GetFlag(FLAGS_workers);
   shape.racks = absl::GetFlag(FLAGS_racks);
   shape.io_threads = absl::GetFlag(FLAGS_io_threads);
-  const int window = absl::GetFlag(FLAGS_window);
-  const int slots = absl::GetFlag(FLAGS_slots);
-  shape.explicit_window = window != 0 || slots != 0;
-  if (window != 0) shape.initial_window = window;
-  if (slots != 0) shape.slots = slots;
   // Each worker's input and output, the exact aggregate, and the oracle's
   // int64 sums (two floats' worth).
   CheckSizeFlags(2.0 * std::max(shape.workers, 1) + 3);
@@ -317,9 +309,9 @@ int RunWorker() {
     return kBadFlagsExit;
   };
   // A worker's job shape comes from the endpoint flags (--racks,
-  // --workers_per_rack); its window and slots are the job's defaults, which
-  // the PS (atp-ps) must share: these would be ignored.
-  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss", "slots", "window", "link_gbps", "path_rtt_us"},
+  // --workers_per_rack); its window and slots from the window flags, which
+  // the PS (atp-ps) must share (examples/common/window_flags.h).
+  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss"},
                                               "only with --role=cluster"));
   CheckSizeFlags(3);  // input, output, expected sum
   if (!(deadline_s > 0)) return bad("--deadline_s: must be > 0");
@@ -335,6 +327,7 @@ int RunWorker() {
   WorkerOptions options;
   options.job = spec->job;
   if (absl::Status s = ApplyRetransmissionFlags(&options.job); !s.ok()) return bad(std::string(s.message()));
+  if (absl::Status s = ApplyWindowFlags(&options.job); !s.ok()) return bad(std::string(s.message()));
   options.rack = spec->rack;
   options.worker_in_rack = spec->worker_in_rack;
   options.parameter_servers.push_back(spec->ps);
@@ -344,7 +337,10 @@ int RunWorker() {
   options.polling = *polling;
   const absl::Time deadline = start + absl::Seconds(deadline_s);
   const std::string who = absl::StrCat("atp-throughput: worker ", place.rank);
-  if (progress) std::fprintf(stderr, "%s: %s\n", who.c_str(), spec->description.c_str());
+  if (progress) {
+    std::fprintf(stderr, "%s: %s, %s\n", who.c_str(), spec->description.c_str(),
+                 DescribeWindow(options.job).c_str());
+  }
 
   absl::StatusOr<std::unique_ptr<transport::Device>> device =
       OpenEndpointDevice(*spec, deadline, stop);

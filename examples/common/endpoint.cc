@@ -493,6 +493,8 @@ nlohmann::json DeviceStatsJson(transport::Device& device, QueueCounters queues) 
       sum.tx_unroutable += s.tx_unroutable;
       sum.tx_backpressure += s.tx_backpressure;
       sum.tx_errors += s.tx_errors;
+      sum.tx_segmentation_jobs += s.tx_segmentation_jobs;
+      sum.tx_offloaded_segments += s.tx_offloaded_segments;
     }
     j["rx_frames"] = sum.rx_frames;
     j["rx_bad_frames"] = sum.rx_bad_frames;
@@ -502,6 +504,8 @@ nlohmann::json DeviceStatsJson(transport::Device& device, QueueCounters queues) 
     j["tx_unroutable"] = sum.tx_unroutable;
     j["tx_backpressure"] = sum.tx_backpressure;
     j["tx_errors"] = sum.tx_errors;
+    j["tx_segmentation_jobs"] = sum.tx_segmentation_jobs;
+    j["tx_offloaded_segments"] = sum.tx_offloaded_segments;
   }
   if (auto* dpdk = dynamic_cast<transport::DpdkDevice*>(&UncapturedDevice(device)); dpdk != nullptr) {
     const transport::DpdkPortStats p = dpdk->port_stats();

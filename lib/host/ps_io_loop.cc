@@ -1,9 +1,12 @@
 #include "lib/host/ps_io_loop.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
 #include "atp/transport/frame_pool.h"
+#include "atp/transport/segmentation.h"
+#include "lib/wire/byte_order.h"
 
 namespace atp::runtime {
 namespace {
@@ -11,6 +14,34 @@ namespace {
 constexpr TimeDelta kPublishInterval = TimeDelta::FromMilliseconds(1);
 // kOrphanScanInterval: the orphan scan runs at most this often.
 constexpr TimeDelta kOrphanScanInterval = TimeDelta::FromMilliseconds(1);
+
+bool OffloadsSegmentation(const transport::QueueCapabilities& caps) {
+  return caps.tx_segmentation != transport::TxSegmentation::kSoftware &&
+         caps.max_offload_segments > 1;
+}
+
+using FrameHead = std::array<uint8_t, wire::kPayloadOffset>;
+static_assert(transport::kSegmentTemplateBytes == wire::kPayloadOffset);
+constexpr size_t kSeqBytes = 3;
+static_assert(transport::kSeqOffset + kSeqBytes < transport::kAggregatorOffset);
+
+uint32_t SeqOf(const FrameHead& head) {
+  return (uint32_t{head[transport::kSeqOffset]} << 16) |
+         (uint32_t{head[transport::kSeqOffset + 1]} << 8) | head[transport::kSeqOffset + 2];
+}
+
+// ContinuesRun: the frame with head `next` can be segment i of a job whose
+// template is `first`: every byte the same (addresses, ports, flags, bitmaps)
+// but the seq, which is first's position + i, and the aggregator index
+// (carried per segment).
+bool ContinuesRun(const FrameHead& first, const FrameHead& next, size_t i) {
+  using transport::kAggregatorOffset;
+  using transport::kSeqOffset;
+  return SeqOf(next) == transport::SegmentSeq(SeqOf(first), i) &&
+         std::memcmp(first.data(), next.data(), kSeqOffset) == 0 &&
+         std::memcmp(first.data() + kSeqOffset + kSeqBytes, next.data() + kSeqOffset + kSeqBytes,
+                     kAggregatorOffset - kSeqOffset - kSeqBytes) == 0;
+}
 
 }  // namespace
 
@@ -23,6 +54,12 @@ PsIoLoop::PsIoLoop(std::unique_ptr<PsShard> shard, std::vector<transport::Queue*
       burst_(max_burst),
       rx_(max_burst) {
   stage_.reserve(burst_);
+  for (const transport::Queue* q : queues_) offloads_.push_back(OffloadsSegmentation(q->capabilities()));
+  if (std::find(offloads_.begin(), offloads_.end(), true) != offloads_.end()) {
+    segment_headers_.resize(burst_);
+    segment_messages_.resize(burst_ * wire::kMessageBytes);
+    segment_aggregators_.resize(burst_);
+  }
 }
 
 PsIoLoop::~PsIoLoop() { transport::ReleaseFrames(stage_); }
@@ -38,6 +75,7 @@ StepResult PsIoLoop::Step(TimePoint now) {
   StepResult result;
   for (size_t i = 0; i < queues_.size(); ++i) {
     current_ = queues_[i];
+    current_offloads_ = offloads_[i];
     bool sent = false;
     for (int b = 0; b < kRxBurstsPerQueue; ++b) {
       const size_t n = current_->RxBurst(rx_);
@@ -56,7 +94,8 @@ StepResult PsIoLoop::Step(TimePoint now) {
       transport::ReleaseFrames(std::span(rx_).first(n));
       frames_received_ += n;
       if (n > 0) result.did_work = true;
-      sent |= !stage_.empty();
+      sent |= !stage_.empty() || segments_ > 0;
+      FlushSegments();
       FlushStage();
       if (n < rx_.size()) break;
     }
@@ -77,7 +116,9 @@ StepResult PsIoLoop::Step(TimePoint now) {
   // inside), on the first queue: the frame's seq picks its UDP port.
   if (shard_->engine().live_slots() > 0 && !queues_.empty()) {
     current_ = queues_[0];
+    current_offloads_ = offloads_[0];
     if (shard_->ReportWaiting(now, *this) > 0) {
+      FlushSegments();
       FlushStage();
       held_[0] = current_->Flush();
     }
@@ -97,6 +138,11 @@ StepResult PsIoLoop::Step(TimePoint now) {
 }
 
 void PsIoLoop::SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) {
+  if (current_offloads_) return StageSegment(frame);
+  StageFrame(frame.data());
+}
+
+void PsIoLoop::StageFrame(const uint8_t* frame) {
   if (stage_.size() == burst_) FlushStage();
   transport::FrameRef ref;
   if (current_->tx_pool().AllocBurst({&ref, 1}) == 0) {
@@ -107,9 +153,55 @@ void PsIoLoop::SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) {
       return;
     }
   }
-  std::memcpy(ref.data, frame.data(), wire::kFrameBytes);
+  std::memcpy(ref.data, frame, wire::kFrameBytes);
   ref.length = wire::kFrameBytes;
   stage_.push_back(ref);
+}
+
+void PsIoLoop::StageSegment(std::span<const uint8_t, wire::kFrameBytes> frame) {
+  if (segments_ == burst_) FlushSegments();
+  std::memcpy(segment_headers_[segments_].data(), frame.data(), wire::kPayloadOffset);
+  std::memcpy(&segment_messages_[segments_ * wire::kMessageBytes], frame.data() + wire::kAtpOffset,
+              wire::kMessageBytes);
+  segment_aggregators_[segments_] = wire::internal::LoadBig16(frame.data() + transport::kAggregatorOffset);
+  ++segments_;
+}
+
+void PsIoLoop::FlushSegments() {
+  size_t first = 0;
+  while (first < segments_) {
+    size_t k = 1;
+    while (first + k < segments_ &&
+           ContinuesRun(segment_headers_[first], segment_headers_[first + k], k)) {
+      ++k;
+    }
+    SendRun(first, k);
+    first += k;
+  }
+  segments_ = 0;
+}
+
+void PsIoLoop::SendRun(size_t first, size_t count) {
+  if (count == 1) {  // alone: with the other single frames, one burst
+    std::array<uint8_t, wire::kFrameBytes> frame;
+    std::memcpy(frame.data(), segment_headers_[first].data(), wire::kAtpOffset);
+    std::memcpy(frame.data() + wire::kAtpOffset, &segment_messages_[first * wire::kMessageBytes],
+                wire::kMessageBytes);
+    return StageFrame(frame.data());
+  }
+  FlushStage();  // what was staged before this run leaves before it
+  transport::SegmentationJob job;
+  job.header = segment_headers_[first];
+  job.messages = std::span(segment_messages_).subspan(first * wire::kMessageBytes,
+                                                      count * wire::kMessageBytes);
+  job.aggregators = std::span(segment_aggregators_).subspan(first, count);
+  size_t taken = current_->TxSegmented(job);
+  if (taken < count) {
+    current_->Flush();
+    job.Advance(taken);
+    taken += current_->TxSegmented(job);
+  }
+  tx_dropped_ += count - taken;
 }
 
 void PsIoLoop::FlushStage() {

@@ -8,6 +8,14 @@
 // dropped and counted (tx_dropped): workers resend, and the PS answers a
 // resend of a completed fragment with its stored parameter packet.
 //
+// Segmentation (ARCHITECTURE.md "Transport interface"): on a queue that
+// offloads it (kernel UDP GSO, mlx5 TSO) the parameter packets of a burst are
+// staged as ATP messages in one buffer, and each run of them to the same
+// destination with consecutive positions and otherwise equal headers (the
+// multicast of a window's results) goes out as one SegmentationJob; a run of
+// one goes with the other single frames through TxBurst, in order. Other
+// queues get every frame through TxBurst.
+//
 // Orphans: about once per millisecond of `now` (busy or idle: the polling
 // thread calls Step at least every PollingOptions::max_sleep), Step runs the
 // engine's orphan scan with a budget sized to the time since the last scan, so
@@ -16,6 +24,7 @@
 #ifndef ATP_LIB_HOST_PS_IO_LOOP_H_
 #define ATP_LIB_HOST_PS_IO_LOOP_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -57,6 +66,14 @@ class PsIoLoop final : private FrameSink {
   // FlushStage: offers the staged frames to the current queue; drops what it
   // still cannot take after a Flush and a retry.
   void FlushStage();
+  // StageFrame: a copy of `frame` joins the TxBurst stage.
+  void StageFrame(const uint8_t* frame);
+  // Segments (queues that offload segmentation): StageSegment keeps a frame
+  // for FlushSegments, which sends the runs in order (SendRun), flushing the
+  // TxBurst stage before each job so that no frame overtakes another.
+  void StageSegment(std::span<const uint8_t, wire::kFrameBytes> frame);
+  void FlushSegments();
+  void SendRun(size_t first, size_t count);
 
   std::unique_ptr<PsShard> shard_;
   std::vector<transport::Queue*> queues_;
@@ -66,6 +83,17 @@ class PsIoLoop final : private FrameSink {
   std::vector<transport::FrameRef> rx_;
   std::vector<transport::FrameRef> stage_;
   transport::Queue* current_ = nullptr;
+  // offloads_[i]: queue i offloads segmentation; current_offloads_: current_'s.
+  std::vector<bool> offloads_;
+  bool current_offloads_ = false;
+  // The segment stage: per staged parameter packet its frame's first 58
+  // bytes (L2-L4 and ATP header) and its ATP message (header and payload,
+  // 264 bytes, back to back in segment_messages_: a job's zero-copy form),
+  // and its aggregator index; segments_ of them, at most burst_.
+  std::vector<std::array<uint8_t, wire::kPayloadOffset>> segment_headers_;
+  std::vector<uint8_t> segment_messages_;
+  std::vector<uint16_t> segment_aggregators_;
+  size_t segments_ = 0;
   wire::FrameFields rx_fields_;
   wire::AtpMessage rx_message_;
   TimePoint now_;

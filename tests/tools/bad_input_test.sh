@@ -48,7 +48,8 @@ expect "--spin_iterations" atp-throughput --busy_poll --spin_iterations=5
 expect "--rto_floor_us" atp-throughput --rto_floor_us=0
 expect "--io_threads" atp-throughput --io_threads=-1
 expect "--slots" atp-throughput --slots=100
-expect "--window" atp-throughput --window=300
+expect "--window" atp-throughput --window=300 --slots=256
+expect "--path_rtt_us" atp-throughput --path_rtt_us=2000000
 expect "--loss" atp-throughput --loss=1
 expect "--loss" atp-throughput --transport=kernel_udp --loss=0.1
 expect "--switches" atp-throughput --transport=kernel_udp --switches=single
@@ -59,8 +60,10 @@ expect "--pcap_dir" atp-throughput --pcap_dir="$dir"
 expect "--source_check" atp-throughput --source_check=off
 expect "--pause_after_iteration" atp-throughput --pause_after_iteration=1
 # --- atp-throughput --role=worker
-expect "--slots" atp-throughput "${worker[@]}" --slots=64
-expect "--window" atp-throughput "${worker[@]}" --window=10
+expect "--slots" atp-throughput "${worker[@]}" --slots=100
+expect "--window" atp-throughput "${worker[@]}" --slots=64 --window=65
+expect "--link_gbps" atp-throughput "${worker[@]}" --slots=64 --window=10 --link_gbps=25
+expect "--path_rtt_us" atp-throughput "${worker[@]}" --path_rtt_us=0
 expect "--workers" atp-throughput "${worker[@]}" --workers=4
 expect "--tensor_floats" atp-throughput "${worker[@]}" --tensor_floats=40000000000
 expect "--rto_floor_us" atp-throughput "${worker[@]}" --rto_floor_us=0
@@ -75,7 +78,6 @@ expect "--address" atp-throughput "${worker[@]}" --address=10.1.0.2
 expect "--dpdk_memory_mb" atp-throughput "${worker[@]}" --dpdk_memory_mb=512
 expect "--memif_role" atp-throughput "${worker[@]}" --memif_role=server
 expect "--source_check" atp-throughput "${worker[@]}" --source_check=maybe
-expect "--link_gbps" atp-throughput "${worker[@]}" --link_gbps=10 --path_rtt_us=100
 expect "--pause_after_iteration" atp-throughput "${worker[@]}" --iterations=3 --pause_after_iteration=3
 expect "--pause_after_iteration" atp-throughput "${worker[@]}" --pause_after_iteration=-1
 if [[ "$have_dpdk" == 1 ]]; then
@@ -93,6 +95,8 @@ expect "--metrics_address" atp-ps "${ps[@]}" --metrics_address=0.0.0.0
 expect "--metrics_address" atp-ps "${ps[@]}" --metrics_port=0 --metrics_address=localhost
 expect "--rto_floor_us" atp-ps "${ps[@]}" --rto_floor_us=500
 expect "--max_sleep_us" atp-ps "${ps[@]}" --max_sleep_us=0
+expect "--slots" atp-ps "${ps[@]}" --slots=3000
+expect "--link_gbps" atp-ps "${ps[@]}" --link_gbps=-1
 expect "--address" atp-ps "${ps[@]}" --address=10.1.200.1 --ps_address=10.1.200.2
 expect "--ps_address" atp-ps "${ps[@]}" --ps_address=239.1.0.1
 expect "--source_check" atp-ps "${ps[@]}" --source_check=maybe
