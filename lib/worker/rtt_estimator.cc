@@ -67,6 +67,10 @@ void RttEstimator::OnSample(TimeDelta rtt, TimePoint now) {
 void RttEstimator::OnTimeout() {
   // Saturates long before overflow matters: the result is clamped to max_rto.
   if (timeouts_ < 64) ++timeouts_;
+  // The remembered waits did not cover this one; on a lossy path they were
+  // other workers' timers (see the header): forget them.
+  slowest_now_ = TimeDelta::Zero();
+  slowest_before_ = TimeDelta::Zero();
 }
 
 TimeDelta RttEstimator::SmoothedRto() const {

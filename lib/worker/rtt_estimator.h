@@ -21,6 +21,19 @@
 // windows after the last one. Its price: a loss that reordering cannot
 // detect waits for the job's slowest recent round trip, not the smoothed one.
 //
+// A timeout of this queue's own timer forgets `slowest`. On a lossy path the
+// long waits a worker measures are mostly other workers' retransmission
+// timers (a lost fragment completes its aggregate, for everyone, only when
+// its sender's timer fires), and those timers include their own `slowest`,
+// stretched by the jitter and doubled by the backoff: remembered, they lift
+// every worker's RTO a little more with each loss, without bound. With 1%
+// loss per link (atp-sim --scenario=loss-sweep) they held RTOs at 2-6 ms
+// against a 10 us round trip and took the job from 0.8 to 13.5 simulated
+// seconds. The timer firing also shows the remembered waits did not cover
+// the present one; the backoff covers it. A worker whose long waits come
+// from a slow peer still learns them between its timeouts and keeps them
+// while it does not time out (tests/unit/worker/collective_rto_test.cc).
+//
 // The default floor is 200 us: the simulated round trip is ~10 us and a
 // datacenter's is tens of microseconds, but a round trip here also waits for
 // the job's slowest worker, and hosts add scheduling jitter of the order of
@@ -102,7 +115,8 @@ class RttEstimator {
   void OnProgress() { timeouts_ = 0; }
 
   // OnTimeout: the retransmission timer fired; the next Rto() is longer by
-  // the backoff factor (up to max_rto).
+  // the backoff factor (up to max_rto), and the slowest recent round trip is
+  // forgotten (see above).
   void OnTimeout();
 
   // Rto: the current retransmission timeout, in [rto_floor, max_rto].

@@ -113,6 +113,22 @@ TEST(RttEstimatorTest, SlowestRecentRoundTripHoldsTheRto) {
   EXPECT_LT(rtt.Rto(), Ms(2));
 }
 
+TEST(RttEstimatorTest, TimeoutForgetsTheSlowestRoundTrip) {
+  // A remembered wait that a timeout proved too short (on a lossy path:
+  // another worker's timer) no longer holds the RTO after the timeout.
+  RttEstimator rtt(TestConfig());  // floor 1 ms, backoff 2
+  for (int i = 0; i < 64; ++i) rtt.OnSample(Us(100), kNow);
+  rtt.OnSample(Ms(3), kNow + Us(10));
+  for (int i = 0; i < 32; ++i) rtt.OnSample(Us(100), kNow + Us(20));
+  EXPECT_EQ(rtt.slowest(), Ms(2));  // bounded to twice the 1 ms floor
+  EXPECT_EQ(rtt.Rto(), Ms(2));      // smoothing forgot it, the slowest did not
+  rtt.OnTimeout();
+  EXPECT_EQ(rtt.slowest(), TimeDelta::Zero());
+  EXPECT_EQ(rtt.Rto(), Ms(2));  // the backoff doubles the floor, not the wait
+  rtt.OnProgress();
+  EXPECT_EQ(rtt.Rto(), Ms(1));
+}
+
 TEST(RttEstimatorTest, NegativeSampleIgnored) {
   RttEstimator rtt(TestConfig());
   rtt.OnSample(Us(-5), kNow);
