@@ -116,6 +116,16 @@ void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint now,
   SlotState& slot = job.slots[index];
   switch (ClassifyPosition(position, slot.completed_position, slots_)) {
     case Generation::kStale:
+      if (header.resend) {
+        // Contribution skipping: a contributor lost this parameter packet
+        // while the job went on without it (its next positions in the slot
+        // were left out); the job's history may still hold it.
+        if (const wire::AtpMessage* old = Recent(job, index, queue, position); old != nullptr) {
+          ++counters_.param_resent;
+          sink.Send(*old);
+          return;
+        }
+      }
       ++counters_.stale;
       NoteOutOfWindow(job, queue);
       return;
@@ -182,17 +192,24 @@ void PsEngine::OnPull(const wire::AtpMessage& pull, protocol::MessageSink& sink)
     return;
   }
   // An older generation of the slot: the worker fell behind the job.
-  if (!job.history.empty()) {
-    const uint32_t history = config_.contribution_history;
-    const uint32_t generation = position / slots_;
-    const wire::AtpMessage& old = job.history[index * history + generation % history];
-    if (old.header.ack && old.header.position() == position && old.header.queue() == queue) {
-      ++counters_.pulls_answered;
-      sink.Send(old);
-      return;
-    }
+  if (const wire::AtpMessage* old = Recent(job, index, queue, position); old != nullptr) {
+    ++counters_.pulls_answered;
+    sink.Send(*old);
+    return;
   }
   ++counters_.pulls_ignored;
+}
+
+const wire::AtpMessage* PsEngine::Recent(const JobState& job, size_t index, uint32_t queue,
+                                         uint32_t position) const {
+  if (job.history.empty()) return nullptr;
+  const uint32_t history = config_.contribution_history;
+  const uint32_t generation = position / slots_;
+  const wire::AtpMessage& old = job.history[index * history + generation % history];
+  if (old.header.ack && old.header.position() == position && old.header.queue() == queue) {
+    return &old;
+  }
+  return nullptr;
 }
 
 size_t PsEngine::ScanOrphans(TimePoint now, size_t budget) {
