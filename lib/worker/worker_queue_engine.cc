@@ -385,6 +385,14 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
       // but the position is in flight (counted against the window, timed)
       // until its parameter packet comes down like everyone else's.
       ++counters_.fragments_not_contributed;
+      if (next_send_ < results_seen_end_) {
+        // The job is past it: its result most likely came before this
+        // worker could take it. Ask now (a live one is ignored by the PS;
+        // its completion comes anyway). The answer is no round-trip sample.
+        slot.timed = false;
+        BuildPull(slot, out, n++);
+        ++counters_.pulls_sent;
+      }
     }
     if (in_flight_ == 0) rto_deadline_ = TimerDeadline(now);
     ++in_flight_;
@@ -436,6 +444,10 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   // stale packet (below expected_) maps to a position >= next_send_.
   const uint64_t delta = (h.position() - expected_) & (kPositionSpace - 1);
   const uint64_t position = expected_ + delta;
+  // Ahead, not a stale packet (those map to nearly 2^20 ahead).
+  if (keep_alive_runs_.has_value() && !h.IsOverflowRequest() && delta < kPositionSpace / 2) {
+    results_seen_end_ = std::max(results_seen_end_, position + 1);
+  }
   if (position >= next_send_) {
     if (!TakeEarlyResult(h, payload, position)) ++counters_.ignored_unknown_seq;
     return;

@@ -448,6 +448,12 @@ class WorkerQueueEngine {
     uint16_t aggregator = 0;
   };
   std::vector<HeldResult> held_results_;
+  // results_seen_end_: contribution skipping: 1 + the highest position a
+  // parameter packet named (including one this worker could not take yet).
+  // A position it leaves out and reaches below it has most likely had its
+  // result already (before the operation was enqueued here): it pulls at
+  // once instead of after a retransmission timeout.
+  uint64_t results_seen_end_ = 0;
   int worker_index_ = 0;  // this worker's rack-major index in the job
 
   WorkerQueueStats counters_;
