@@ -28,6 +28,16 @@ wire::AtpHeader ParameterTemplate(const JobLayout& layout) {
   return header;
 }
 
+// HistoryDepth: the completed packets kept per slot for a job with declared
+// fan-ins: contribution_history rounded up to a power of two. Generations are
+// counted from the 20-bit position (position / slots), so they wrap at
+// 2^20 / slots, a power of two: with a power-of-two depth, entry
+// generation % depth stays distinct for consecutive generations across the
+// wrap (with 5, generation 2^20 / slots - 1 and generation 0 could share one).
+uint32_t HistoryDepth(const PsConfig& config) {
+  return std::bit_ceil(config.contribution_history);
+}
+
 }  // namespace
 
 absl::StatusOr<PsEngine> PsEngine::Create(PsConfig config) {
@@ -60,7 +70,7 @@ PsEngine::PsEngine(const PsConfig& config, size_t fp_floats_per_buffer)
     JobState& job = jobs_.emplace_back(JobState{layout, 0, ParameterTemplate(layout), {}, {}});
     job.slots.resize(slot_count);
     job.completed.resize(slot_count);
-    if (declared) job.history.resize(slot_count * config.contribution_history);
+    if (declared) job.history.resize(slot_count * HistoryDepth(config));
     for (size_t i = 0; i < slot_count; ++i) {
       job.slots[i].completed_position =
           InitialCompletedPosition(static_cast<uint32_t>(i) & slot_mask_, slots_);
@@ -203,7 +213,7 @@ void PsEngine::OnPull(const wire::AtpMessage& pull, protocol::MessageSink& sink)
 const wire::AtpMessage* PsEngine::Recent(const JobState& job, size_t index, uint32_t queue,
                                          uint32_t position) const {
   if (job.history.empty()) return nullptr;
-  const uint32_t history = config_.contribution_history;
+  const uint32_t history = HistoryDepth(config_);
   const uint32_t generation = position / slots_;
   const wire::AtpMessage& old = job.history[index * history + generation % history];
   if (old.header.ack && old.header.position() == position && old.header.queue() == queue) {
@@ -522,7 +532,7 @@ void PsEngine::Complete(JobState& job, size_t index, uint32_t seq, protocol::Mes
   ResetLive(slot);
 
   if (!job.history.empty()) {
-    const uint32_t history = config_.contribution_history;
+    const uint32_t history = HistoryDepth(config_);
     job.history[index * history + (slot.completed_position / slots_) % history] = packet;
   }
 

@@ -504,7 +504,7 @@ TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
   auto ps = ps::PsEngine::Create(config);
   ASSERT_TRUE(ps.ok()) << ps.status();
   Collect out;
-  for (uint32_t position = 0; position < 6; ++position) {
+  for (uint32_t position = 0; position < 10; ++position) {
     wire::AtpMessage m;
     m.header.job = kJob;
     m.header.seq = wire::MakeSeq(0, position);
@@ -515,22 +515,22 @@ TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
     m.payload[0] = position + 100;
     ps->OnGradient(m, kT0, out);
   }
-  ASSERT_EQ(ps->counters().completed, 6u);
+  ASSERT_EQ(ps->counters().completed, 10u);
   out.sent.clear();
   wire::ControlMessage pull;
   pull.type = wire::ControlType::kPull;
   const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
-  for (uint32_t position : {5u, 2u, 1u, 0u}) {
+  for (uint32_t position : {9u, 2u, 1u, 0u}) {
     ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), out);
   }
-  ASSERT_EQ(out.sent.size(), 3u);  // 5 (the last), 2 and 1 (4 generations back)
-  EXPECT_EQ(out.sent[0].header.position(), 5u);
-  EXPECT_EQ(out.sent[0].payload[0], 105u);
+  // It keeps 5 rounded up to a power of two: 8 generations, 2..9.
+  ASSERT_EQ(out.sent.size(), 2u);  // 9 (the last) and 2 (7 generations back)
+  EXPECT_EQ(out.sent[0].header.position(), 9u);
+  EXPECT_EQ(out.sent[0].payload[0], 109u);
   EXPECT_EQ(out.sent[1].header.position(), 2u);
   EXPECT_EQ(out.sent[1].payload[0], 102u);
-  EXPECT_EQ(out.sent[2].header.position(), 1u);
-  EXPECT_EQ(ps->counters().pulls_answered, 3u);
-  EXPECT_EQ(ps->counters().pulls_ignored, 1u);
+  EXPECT_EQ(ps->counters().pulls_answered, 2u);
+  EXPECT_EQ(ps->counters().pulls_ignored, 2u);
 }
 
 // KeepAlivesOf: an independent model of the liveness rule
@@ -680,6 +680,48 @@ TEST(SkipContributionsTest, ContributorsLostResultIsResentAfterTheJobMovedOn) {
   EXPECT_EQ(job.ps().counters().stale, 0u);
   EXPECT_EQ(job.ps().counters().pulls_ignored, 0u);
   ExpectExact(job, 8, skip);
+}
+
+TEST(SkipContributionsTest, PullsAreAnsweredAcrossThePositionWrap) {
+  // Positions are 20 bits: with one slot, generation = position, and the
+  // generations before the wrap stay answerable after positions 0 and 1 of
+  // the next lap completed (the PS keeps a power of two, 8 for a history of
+  // 5, so generation 2^20 - 1 and generation 0 do not share an entry).
+  ps::PsConfig config;
+  config.jobs.push_back(protocol::JobShape::Uniform(kJob, 1, 2));
+  config.slots = 1;
+  config.contribution_skipping_jobs = {kJob};
+  auto ps = ps::PsEngine::Create(config);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  ASSERT_EQ(ps->RebuildQueue(kJob, 0, wire::kPositionMask - 3, ps::RebuildMode::kNewRun), 1u);
+  Collect out;
+  std::vector<uint32_t> completed;
+  for (uint32_t lap_position = wire::kPositionMask - 3; completed.size() < 6; ++lap_position) {
+    const uint32_t position = lap_position & wire::kPositionMask;
+    wire::AtpMessage m;
+    m.header.job = kJob;
+    m.header.seq = wire::MakeSeq(0, position);
+    m.header.fan_in0 = 1;
+    m.header.fan_in1 = 1;
+    m.header.bitmap0 = 1;
+    m.header.bitmap1 = 1;
+    ps->OnGradient(m, kT0, out);
+    completed.push_back(position);
+  }
+  ASSERT_EQ(ps->counters().completed, 6u);  // 2^20 - 4 .. 2^20 - 1, 0, 1
+  out.sent.clear();
+  wire::ControlMessage pull;
+  pull.type = wire::ControlType::kPull;
+  const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
+  for (uint32_t position : completed) {
+    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), out);
+  }
+  // All six: a history of 5 (generation % 5) would have lost 2^20 - 1 to 0.
+  ASSERT_EQ(out.sent.size(), 6u);
+  for (size_t i = 0; i < completed.size(); ++i) {
+    EXPECT_EQ(out.sent[i].header.position(), completed[i]);
+  }
+  EXPECT_EQ(ps->counters().pulls_ignored, 0u);
 }
 
 TEST(SkipContributionsTest, PsWithoutDeclaredFanInsRefusesThePackets) {
