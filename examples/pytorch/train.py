@@ -9,6 +9,12 @@ with the same seeds, and compares them.
   # one backend under torchrun (the local mode starts atp-switchd + atp-ps):
   torchrun --nproc_per_node=2 examples/pytorch/train.py --backend=atp
 
+  # SkipReduce through the c10d backend (AtpOptions.skip): no skipping,
+  # static and random at 50%, 2 ranks; prints whether the loss fell and
+  # whether every rank ended with bit-identical parameters:
+  python3 examples/pytorch/train.py --compare --backends=atp --skips=none,static,random \
+      --skip_rate=0.5 --world_sizes=2 --epochs=3 --out=/tmp/atp-train-skip
+
 --backend: gloo, atp (the c10d backend: dist.init_process_group("atp")) or
 atp-hook (gloo process group + the ATP DDP communication hook). PYTHONPATH
 must reach the package atp (build/python in a build tree).
@@ -22,6 +28,7 @@ exact to a relative 2^-24; over an epoch that shifts weights by ~1e-7 and may
 flip the prediction of a test image that sits on a decision boundary.
 """
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -53,26 +60,43 @@ def make_model(seed):
                          nn.Linear(128, 10))
 
 
-def init_backend(backend):
+def atp_options(args):
+    import atp
+    options = atp.AtpOptions.from_env()
+    if args.skip != "none":
+        # SkipReduce (docs/skipreduce.md): on the backend, allreduce call c is
+        # the random shift's iteration; warmup_calls skip nothing.
+        options.skip.mode = args.skip
+        options.skip.rate = args.skip_rate
+        options.skip.seed = args.seed
+        if args.backend == "atp":
+            options.skip.warmup_calls = args.skip_warmup_calls
+        else:
+            options.skip.warmup_steps = args.skip_warmup_calls
+    return options
+
+
+def init_backend(args):
     """Returns (hook_state or None, counters or None)."""
+    backend = args.backend
     if backend == "gloo":
         dist.init_process_group("gloo")
         return None, None
     import atp
     if backend == "atp":
         import atp.backend
-        atp.backend.register(atp.AtpOptions.from_env())
+        atp.backend.register(atp_options(args))
         dist.init_process_group("atp")
         return None, atp.backend.counters()
     from atp import hook
     dist.init_process_group("gloo")
-    state = hook.AtpHookState.create(atp.AtpOptions.from_env())
+    state = hook.AtpHookState.create(atp_options(args))
     return state, state.counters
 
 
 def train(args):
     """One rank's run (torchrun env:// or spawned); rank 0 returns the results."""
-    state, counters = init_backend(args.backend)
+    state, counters = init_backend(args)
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(1)
     x_train, y_train, x_test, y_test = load_data(args.seed)
@@ -118,8 +142,12 @@ def train(args):
         atp.backend.shutdown()
     else:
         dist.destroy_process_group()
+    # The parameters' bytes: DDP keeps replicas identical only if every rank
+    # received the same averaged gradients, skipped or not.
+    digest = hashlib.sha256(b"".join(p.detach().numpy().tobytes()
+                                     for p in model.module.parameters())).hexdigest()
     if rank != 0:
-        return None
+        return {"rank": rank, "param_sha256": digest}
     totals = {k: sum(c[k] for c in per_step) for k in per_step[0]} if per_step else {}
     if totals:
         totals["overflow_fraction"] = (totals["overflow_requests"] / totals["fragments_sent"]
@@ -128,16 +156,17 @@ def train(args):
     return {"backend": args.backend, "world_size": world, "accuracy": accuracy,
             "losses": losses, "step_time_s": float(np.median(warm)),
             "step_time_mean_s": float(np.mean(warm)), "steps": len(losses),
-            "atp_totals": totals, "local_cluster": final}
+            "atp_totals": totals, "local_cluster": final, "skip": args.skip,
+            "skip_rate": args.skip_rate if args.skip != "none" else 0.0, "rank": 0,
+            "param_sha256": digest}
 
 
 def spawned(rank, world, port, args, out):
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     result = train(args)
-    if result is not None:
-        with open(out, "w") as f:
-            json.dump(result, f)
+    with open("%s.%d" % (out, rank), "w") as f:
+        json.dump(result, f)
 
 
 def free_port():
@@ -152,8 +181,13 @@ def run_spawned(args, backend, world):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "result.json")
         mp.spawn(spawned, args=(world, free_port(), run_args, out), nprocs=world, join=True)
-        with open(out) as f:
-            return json.load(f)
+        ranks = []
+        for rank in range(world):
+            with open("%s.%d" % (out, rank)) as f:
+                ranks.append(json.load(f))
+        result = ranks[0]
+        result["ranks_identical"] = len({r["param_sha256"] for r in ranks}) == 1
+        return result
 
 
 def plot(results, path):
@@ -168,7 +202,9 @@ def plot(results, path):
                 continue
             k = 10  # a moving average over 10 steps
             smooth = np.convolve(r["losses"], np.ones(k) / k, mode="valid")
-            ax.plot(smooth, label="%s (acc %.2f%%)" % (r["backend"], r["accuracy"]),
+            name = r["backend"] + ("" if r["skip"] == "none" else
+                                   " %s %d%%" % (r["skip"], round(r["skip_rate"] * 100)))
+            ax.plot(smooth, label="%s (acc %.2f%%)" % (name, r["accuracy"]),
                     linestyle="-" if r["backend"] == "gloo" else "--")
         ax.set_title("digits MLP, DDP, %d ranks" % world)
         ax.set_xlabel("step")
@@ -183,32 +219,44 @@ def compare(args):
     results = []
     for world in [int(w) for w in args.world_sizes.split(",")]:
         for backend in args.backends.split(","):
-            print("== %s, %d ranks" % (backend, world), flush=True)
-            results.append(run_spawned(args, backend, world))
+            for skip in args.skips.split(","):
+                if skip != "none" and backend == "gloo":
+                    continue
+                print("== %s, %d ranks, skip %s" % (backend, world, skip), flush=True)
+                results.append(run_spawned(argparse.Namespace(**dict(vars(args), skip=skip)),
+                                           backend, world))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f)
     plot(results, os.path.join(args.out, "loss.png"))
-    print("\n%-9s %5s %9s %12s %9s %10s %10s %8s %9s %12s" % (
-        "backend", "ranks", "accuracy", "step (ms)", "vs gloo", "in switch", "at PS",
-        "retrans", "overflow", "max dloss"))
+    print("\n%-9s %-11s %5s %9s %12s %9s %10s %10s %8s %9s %12s %15s %9s" % (
+        "backend", "skip", "ranks", "accuracy", "step (ms)", "vs gloo", "in switch", "at PS",
+        "retrans", "overflow", "max dloss", "loss first/last", "ranks =="))
     gloo = {r["world_size"]: r for r in results if r["backend"] == "gloo"}
     ok = True
     for r in results:
+        # The training loss over the first and the last 10% of steps (means).
+        tenth = max(1, len(r["losses"]) // 10)
+        first, last = np.mean(r["losses"][:tenth]), np.mean(r["losses"][-tenth:])
+        ok &= bool(last < first) and r["ranks_identical"]
         t = r["atp_totals"]
         ref = gloo.get(r["world_size"])
         ratio = r["step_time_s"] / ref["step_time_s"] if ref else float("nan")
         # The largest difference of the training loss from gloo's at the same step.
         dloss = max(abs(a - b) for a, b in zip(r["losses"], ref["losses"])) if ref else 0.0
-        print("%-9s %5d %8.2f%% %12.3f %8.2fx %10s %10s %8s %9s %12.2e" % (
-            r["backend"], r["world_size"], r["accuracy"], r["step_time_s"] * 1e3, ratio,
+        skip = r["skip"] if r["skip"] == "none" else "%s %d%%" % (r["skip"],
+                                                                  round(r["skip_rate"] * 100))
+        print("%-9s %-11s %5d %8.2f%% %12.3f %8.2fx %10s %10s %8s %9s %12.2e %7.3f/%-7.3f %9s" % (
+            r["backend"], skip, r["world_size"], r["accuracy"], r["step_time_s"] * 1e3, ratio,
             t.get("aggregated_in_switch", "-"), t.get("aggregated_at_ps", "-"),
             t.get("retransmissions", "-"),
-            "%.5f" % t["overflow_fraction"] if t else "-", dloss))
-        if ref and abs(r["accuracy"] - ref["accuracy"]) > 0.5:
+            "%.5f" % t["overflow_fraction"] if t else "-", dloss, first, last,
+            "yes" if r["ranks_identical"] else "NO"))
+        if ref and r["skip"] == "none" and abs(r["accuracy"] - ref["accuracy"]) > 0.5:
             ok = False
     print("\nloss curves: %s" % os.path.join(args.out, "loss.png"))
-    print("accuracy within 0.5 points of gloo's: %s" % ("yes" if ok else "NO"))
+    print("loss fell, ranks bit-identical, unskipped accuracy within 0.5 points of gloo's: %s"
+          % ("yes" if ok else "NO"))
     return 0 if ok else 1
 
 
@@ -225,6 +273,13 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--log_every", type=int, default=0, help="ATP counters every N steps (0: none)")
     p.add_argument("--out", default="atp-train-out", help="--compare: results.json, loss.png")
+    p.add_argument("--skip", default="none", choices=["none", "static", "random"],
+                   help="SkipReduce on the ATP backends (AtpOptions.skip.mode)")
+    p.add_argument("--skips", default="none",
+                   help="--compare: the --skip values to run on each ATP backend")
+    p.add_argument("--skip_rate", type=float, default=0.5, help="AtpOptions.skip.rate")
+    p.add_argument("--skip_warmup_calls", type=int, default=0,
+                   help="first allreduce calls (backend) / DDP steps (hook) not skipped")
     args = p.parse_args()
     if args.compare:
         return compare(args)

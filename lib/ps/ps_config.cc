@@ -33,9 +33,10 @@ absl::Status PsConfig::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("PsConfig.shard_index: needs 0..", shard_count - 1, ", got ", shard_index));
   }
-  if (contribution_history < 1 || contribution_history > 64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PsConfig.contribution_history: needs 1..64, got ", contribution_history));
+  if (contribution_history < protocol::kContributionHistoryNeeded || contribution_history > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PsConfig.contribution_history: needs ", protocol::kContributionHistoryNeeded,
+                     "..64 (the workers' keep-alive bound), got ", contribution_history));
   }
   for (size_t i = 0; i < contribution_skipping_jobs.size(); ++i) {
     if (!seen[contribution_skipping_jobs[i]]) {

@@ -16,6 +16,7 @@
 #include "atp/time.h"
 #include "atp/wire.h"
 #include "lib/protocol/job_shape.h"
+#include "lib/protocol/skipped_generations.h"
 
 namespace atp::ps {
 
@@ -72,12 +73,14 @@ struct PsConfig {
   // ends the seq early with a partial sum. Packets of one seq must agree.
   std::vector<uint8_t> contribution_skipping_jobs;
   // contribution_history: for those jobs, the completed parameter packets
-  // kept per slot (the last one and older generations) to answer pulls. A
-  // non-contributor may fall behind the job (the others do not wait for it),
-  // and a pull is answered only while its position is among the slot's last
-  // contribution_history generations; 1..64. Memory: this many 308-byte
+  // kept per slot (the last one and older generations) to answer pulls and
+  // resends. A worker may fall behind the job at the positions it leaves out
+  // (the others do not wait for it), and is answered only while its position
+  // is among the slot's last contribution_history generations; the workers'
+  // keep-alives bound how far behind (lib/protocol/skipped_generations.h), so
+  // protocol::kContributionHistoryNeeded (5) .. 64. Memory: this many 308-byte
   // packets per served queue and slot of each such job.
-  uint32_t contribution_history = 4;
+  uint32_t contribution_history = protocol::kContributionHistoryNeeded;
 
   // Validate: at least one job, every JobShape valid, job ids distinct, slots
   // a power of two in range, shard_count 1..16 and shard_index below it,

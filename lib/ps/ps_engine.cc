@@ -28,6 +28,16 @@ wire::AtpHeader ParameterTemplate(const JobLayout& layout) {
   return header;
 }
 
+// HistoryDepth: the completed packets kept per slot for a job with declared
+// fan-ins: contribution_history rounded up to a power of two. Generations are
+// counted from the 20-bit position (position / slots), so they wrap at
+// 2^20 / slots, a power of two: with a power-of-two depth, entry
+// generation % depth stays distinct for consecutive generations across the
+// wrap (with 5, generation 2^20 / slots - 1 and generation 0 could share one).
+uint32_t HistoryDepth(const PsConfig& config) {
+  return std::bit_ceil(config.contribution_history);
+}
+
 }  // namespace
 
 absl::StatusOr<PsEngine> PsEngine::Create(PsConfig config) {
@@ -60,7 +70,7 @@ PsEngine::PsEngine(const PsConfig& config, size_t fp_floats_per_buffer)
     JobState& job = jobs_.emplace_back(JobState{layout, 0, ParameterTemplate(layout), {}, {}});
     job.slots.resize(slot_count);
     job.completed.resize(slot_count);
-    if (declared) job.history.resize(slot_count * config.contribution_history);
+    if (declared) job.history.resize(slot_count * HistoryDepth(config));
     for (size_t i = 0; i < slot_count; ++i) {
       job.slots[i].completed_position =
           InitialCompletedPosition(static_cast<uint32_t>(i) & slot_mask_, slots_);
@@ -116,6 +126,16 @@ void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint now,
   SlotState& slot = job.slots[index];
   switch (ClassifyPosition(position, slot.completed_position, slots_)) {
     case Generation::kStale:
+      if (header.resend) {
+        // Contribution skipping: a contributor lost this parameter packet
+        // while the job went on without it (its next positions in the slot
+        // were left out); the job's history may still hold it.
+        if (const wire::AtpMessage* old = Recent(job, index, queue, position); old != nullptr) {
+          ++counters_.param_resent;
+          sink.Send(*old);
+          return;
+        }
+      }
       ++counters_.stale;
       NoteOutOfWindow(job, queue);
       return;
@@ -182,17 +202,24 @@ void PsEngine::OnPull(const wire::AtpMessage& pull, protocol::MessageSink& sink)
     return;
   }
   // An older generation of the slot: the worker fell behind the job.
-  if (!job.history.empty()) {
-    const uint32_t history = config_.contribution_history;
-    const uint32_t generation = position / slots_;
-    const wire::AtpMessage& old = job.history[index * history + generation % history];
-    if (old.header.ack && old.header.position() == position && old.header.queue() == queue) {
-      ++counters_.pulls_answered;
-      sink.Send(old);
-      return;
-    }
+  if (const wire::AtpMessage* old = Recent(job, index, queue, position); old != nullptr) {
+    ++counters_.pulls_answered;
+    sink.Send(*old);
+    return;
   }
   ++counters_.pulls_ignored;
+}
+
+const wire::AtpMessage* PsEngine::Recent(const JobState& job, size_t index, uint32_t queue,
+                                         uint32_t position) const {
+  if (job.history.empty()) return nullptr;
+  const uint32_t history = HistoryDepth(config_);
+  const uint32_t generation = position / slots_;
+  const wire::AtpMessage& old = job.history[index * history + generation % history];
+  if (old.header.ack && old.header.position() == position && old.header.queue() == queue) {
+    return &old;
+  }
+  return nullptr;
 }
 
 size_t PsEngine::ScanOrphans(TimePoint now, size_t budget) {
@@ -556,7 +583,7 @@ void PsEngine::Complete(JobState& job, size_t index, uint32_t seq, protocol::Mes
   ResetLive(slot);
 
   if (!job.history.empty()) {
-    const uint32_t history = config_.contribution_history;
+    const uint32_t history = HistoryDepth(config_);
     job.history[index * history + (slot.completed_position / slots_) % history] = packet;
   }
 

@@ -145,7 +145,9 @@ class PsEngine {
   // its job (SkipReduce's contribution variant) lost the parameter packet.
   // For a completed position the stored packet goes to `sink` again (as a
   // resend would get it); for a live one nothing: its completion will be
-  // multicast. Counted in pulls_answered / pulls_ignored.
+  // multicast. Counted in pulls_answered / pulls_ignored. A position among
+  // the slot's older generations kept for the job (contribution_history) is
+  // answered with its packet too.
   void OnPull(const wire::AtpMessage& pull, protocol::MessageSink& sink);
 
   // OrphanScanBudget: the budget that makes ScanOrphans, called once every
@@ -263,6 +265,10 @@ class PsEngine {
   // caller has written the payload) into the job's stored packet, resets the
   // slot for its next generation and sends the packet.
   void Complete(JobState& job, size_t index, uint32_t seq, protocol::MessageSink& sink);
+  // Recent: the completed packet of (queue, position) of `job` (slot
+  // `index`) while the job's history keeps it, else nullptr.
+  const wire::AtpMessage* Recent(const JobState& job, size_t index, uint32_t queue,
+                                 uint32_t position) const;
 
   // ResetLive: the live generation back to idle, its float buffer (if any)
   // returned to the pool. Keeps completed_position and the stored packet.

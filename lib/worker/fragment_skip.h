@@ -20,7 +20,11 @@
 //   among those; the switches aggregate it unchanged and the PS completes on
 //   the declared set. A non-contributor sends nothing, waits for the
 //   parameter packet like any worker, and asks for a lost one with a kPull
-//   control frame (lib/wire/control_message.h) instead of a resend.
+//   control frame (lib/wire/control_message.h) instead of a resend. Except
+//   for liveness: after leaving out kMaxSkippedGenerations consecutive
+//   generations of a window slot a worker sends the next one as a keep-alive
+//   contribution of zeros, declared like any contribution (keep_alive_runs.h,
+//   lib/protocol/skipped_generations.h); the results are unchanged.
 //
 //   FragmentSkip skip{.plan = plan, .op_fragments = F, .first_fragment = piece_first};
 //   if (skip.Dropped(i)) { /* fragment i of the piece: not sent, zero */ }
@@ -47,6 +51,37 @@ struct SliceRole {
   uint8_t fan_in1 = 0;   // racks with at least one contributor
   uint32_t bitmap1 = 0;  // 1 << this rack's index among those
 };
+
+// DeclaredRole: the role of worker (rack, worker_in_rack) of `shape` in a
+// fragment that the workers `sends` names send (int worker -> bool, workers
+// numbered rack-major, as the ring's ranks and the PS's rows).
+template <typename Sends>
+SliceRole DeclaredRole(const protocol::JobShape& shape, int rack, int worker_in_rack,
+                       const Sends& sends) {
+  SliceRole role;
+  int first = 0;  // the first worker of rack r, rack-major
+  int racks_before = 0;
+  int racks_contributing = 0;
+  for (int r = 0; r < shape.racks(); ++r) {
+    int contributors = 0;
+    for (int w = 0; w < shape.workers_in_rack(r); ++w) {
+      if (!sends(first + w)) continue;
+      if (r == rack && w < worker_in_rack) ++role.fan_in0;  // index among them, for now
+      ++contributors;
+    }
+    if (r == rack) {
+      role.contributes = sends(first + worker_in_rack);
+      role.bitmap0 = uint32_t{1} << role.fan_in0;
+      role.fan_in0 = static_cast<uint8_t>(contributors);
+      racks_before = racks_contributing;
+    }
+    if (contributors > 0) ++racks_contributing;
+    first += shape.workers_in_rack(r);
+  }
+  role.fan_in1 = static_cast<uint8_t>(racks_contributing);
+  role.bitmap1 = uint32_t{1} << racks_before;
+  return role;
+}
 
 struct FragmentSkip {
   // plan: none (the default) skips nothing.
@@ -82,28 +117,9 @@ struct FragmentSkip {
                                int worker_in_rack) const {
     std::vector<SliceRole> roles(static_cast<size_t>(plan->ranks()));
     for (int slice = 0; slice < plan->ranks(); ++slice) {
-      SliceRole& role = roles[static_cast<size_t>(slice)];
-      int first = 0;  // the first worker of rack r, rack-major
-      int racks_before = 0;
-      int racks_contributing = 0;
-      for (int r = 0; r < shape.racks(); ++r) {
-        int contributors = 0;
-        for (int w = 0; w < shape.workers_in_rack(r); ++w) {
-          if (!plan->ContributionIncluded(slice, first + w)) continue;
-          if (r == rack && w < worker_in_rack) ++role.fan_in0;  // index among them, for now
-          ++contributors;
-        }
-        if (r == rack) {
-          role.contributes = plan->ContributionIncluded(slice, first + worker_in_rack);
-          role.bitmap0 = uint32_t{1} << role.fan_in0;
-          role.fan_in0 = static_cast<uint8_t>(contributors);
-          racks_before = racks_contributing;
-        }
-        if (contributors > 0) ++racks_contributing;
-        first += shape.workers_in_rack(r);
-      }
-      role.fan_in1 = static_cast<uint8_t>(racks_contributing);
-      role.bitmap1 = uint32_t{1} << racks_before;
+      roles[static_cast<size_t>(slice)] =
+          DeclaredRole(shape, rack, worker_in_rack,
+                       [&](int worker) { return plan->ContributionIncluded(slice, worker); });
     }
     return roles;
   }

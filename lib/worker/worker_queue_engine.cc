@@ -1,6 +1,7 @@
 #include "lib/worker/worker_queue_engine.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <utility>
 
@@ -44,6 +45,8 @@ WorkerQueueEngine::WorkerQueueEngine(WorkerQueueConfig config)
   header_template_.collision = false;
   header_template_.ecn = false;
   header_template_.ack = false;
+  for (int r = 0; r < config_.rack; ++r) worker_index_ += config_.shape.workers_in_rack(r);
+  worker_index_ += config_.worker_in_rack;
   for (uint32_t s = 0; s < config_.slots; ++s) {
     slots_[s].aggregator = protocol::InitialAggregatorIndex(
         config_.index_policy, config_.shape.job, config_.queue, s, config_.slots);
@@ -67,6 +70,12 @@ absl::StatusOr<OperationId> WorkerQueueEngine::Enqueue(std::span<const float> in
   op.fragments = (input.size() + kValuesPerFragment - 1) / kValuesPerFragment;
   if (skip.SkipsContributions()) {
     op.roles = skip.Roles(config_.shape, config_.rack, config_.worker_in_rack);
+    op.contribution_plan = skip.plan;
+    if (!keep_alive_runs_.has_value()) {
+      keep_alive_runs_.emplace(config_.slots, config_.shape.total_workers());
+      held_results_.resize(static_cast<size_t>(protocol::kMaxSkippedGenerations + 2) *
+                           config_.slots);
+    }
     op.op_fragments = skip.op_fragments;
     op.first_fragment = skip.first_fragment;
   } else if (skip.plan.has_value()) {
@@ -211,7 +220,7 @@ void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
 
 void WorkerQueueEngine::SendResend(const Slot& slot, ResendCause cause, const SendTarget& out,
                                    size_t i) {
-  if (!slot.op->Contributes(slot.position)) {
+  if (!slot.Sends()) {
     BuildPull(slot, out, i);
     ++counters_.pulls_sent;
     return;
@@ -225,11 +234,9 @@ void WorkerQueueEngine::SendResend(const Slot& slot, ResendCause cause, const Se
 }
 
 void WorkerQueueEngine::BuildPull(const Slot& slot, const SendTarget& out, size_t i) const {
-  int global_index = config_.worker_in_rack;
-  for (int r = 0; r < config_.rack; ++r) global_index += config_.shape.workers_in_rack(r);
   wire::ControlMessage control;
   control.type = wire::ControlType::kPull;
-  control.sender = static_cast<uint32_t>(global_index);
+  control.sender = static_cast<uint32_t>(worker_index_);
   control.incarnation = config_.incarnation;
   const wire::ControlSender sender{
       .worker_in_rack = static_cast<uint32_t>(config_.worker_in_rack),
@@ -259,17 +266,22 @@ bool WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission
   header.seq = wire::MakeSeq(config_.queue, static_cast<uint32_t>(slot.position));
   header.aggregator = slot.aggregator;
   header.resend = transmission == Transmission::kResend;
-  if (const SliceRole* role = op.RoleOf(slot.position); role != nullptr) {
+  if (slot.declares) {
     // SkipReduce's contribution variant: the header declares the fragment's
     // contributor set (fragment_skip.h).
-    header.fan_in0 = role->fan_in0;
-    header.bitmap0 = role->bitmap0;
-    header.fan_in1 = role->fan_in1;
-    header.bitmap1 = role->bitmap1;
+    header.fan_in0 = slot.role.fan_in0;
+    header.bitmap0 = slot.role.bitmap0;
+    header.fan_in1 = slot.role.fan_in1;
+    header.bitmap1 = slot.role.bitmap1;
   }
   FragmentEncoding wanted =
       slot.send_as_float ? FragmentEncoding::kFloat : FragmentEncoding::kInteger;
-  const std::span<const float> values = op.input.subspan(offset, count);
+  // A keep-alive adds nothing to the sum: zeros (as float32 rows too, when an
+  // overflow request asks every declared contributor for one).
+  static constexpr std::array<float, kValuesPerFragment> kZeros{};
+  const std::span<const float> values = slot.keep_alive
+                                            ? std::span<const float>(kZeros).first(count)
+                                            : op.input.subspan(offset, count);
   const FragmentEncoding used =
       out.messages != nullptr
           ? EncodeFragment(values, config_.scale, wanted, out.messages[i].payload)
@@ -329,8 +341,20 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
   while (n < out.capacity && MaySendNew()) {
     Operation& op = OperationForNextSend();
     Slot& slot = SlotOf(next_send_);
+    HeldResult* held =
+        held_results_.empty() ? nullptr : &held_results_[next_send_ % held_results_.size()];
+    if (held != nullptr && held->position_plus_one == next_send_ + 1) {
+      // Held while the slot was busy: it takes it now.
+      held->position_plus_one = 0;
+      if (held->collision) slot.aggregator = held->aggregator;
+      slot.position = next_send_;
+      slot.state = SlotState::kEarlyResult;
+    }
     if (slot.state == SlotState::kEarlyResult && slot.position == next_send_) {
       // Its result came before this worker got here: done, nothing to send.
+      // (The PS completed it without this worker, so the keep-alive rule
+      // cannot have asked for one here: every worker applies it alike.)
+      TakeRole(op, slot);
       slot.state = SlotState::kAcked;
       ++next_send_;
       CountAcked(op);
@@ -346,9 +370,15 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
     slot.counted = true;
     slot.send_as_float = false;
     slot.resend_queued = false;
-    if (op.Contributes(next_send_)) {
+    TakeRole(op, slot);
+    if (slot.Sends()) {
       const bool fp = BuildMessage(slot, Transmission::kFirst, out, n);
-      ++counters_.fragments_sent;
+      if (slot.keep_alive) {
+        ++counters_.keep_alives_sent;
+        ++counters_.fragments_not_contributed;
+      } else {
+        ++counters_.fragments_sent;
+      }
       if (fp) ++counters_.fp_fragments_sent;
       ++n;
     } else {
@@ -356,6 +386,14 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
       // but the position is in flight (counted against the window, timed)
       // until its parameter packet comes down like everyone else's.
       ++counters_.fragments_not_contributed;
+      if (next_send_ < results_seen_end_) {
+        // The job is past it: its result most likely came before this
+        // worker could take it. Ask now (a live one is ignored by the PS;
+        // its completion comes anyway). The answer is no round-trip sample.
+        slot.timed = false;
+        BuildPull(slot, out, n++);
+        ++counters_.pulls_sent;
+      }
     }
     if (in_flight_ == 0) rto_deadline_ = TimerDeadline(now);
     ++in_flight_;
@@ -366,6 +404,24 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
   // positions; positions that only did not fit in `out` keep it.
   if (!MaySendNew()) release_pending_ = false;
   return n;
+}
+
+void WorkerQueueEngine::TakeRole(const Operation& op, Slot& slot) {
+  slot.declares = false;
+  slot.keep_alive = false;
+  if (!keep_alive_runs_.has_value()) return;  // never any contribution skipping
+  if (!op.contribution_plan.has_value()) {
+    keep_alive_runs_->AllSend(next_send_);
+    return;
+  }
+  const int slice = op.SliceOfPosition(next_send_);
+  const SkipPlan& plan = *op.contribution_plan;
+  keep_alive_runs_->Next(next_send_,
+                         [&](int worker) { return plan.ContributionIncluded(slice, worker); });
+  slot.role = DeclaredRole(config_.shape, config_.rack, config_.worker_in_rack,
+                           [&](int worker) { return keep_alive_runs_->sends(worker); });
+  slot.declares = true;
+  slot.keep_alive = slot.role.contributes && !op.roles[static_cast<size_t>(slice)].contributes;
 }
 
 void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimePoint now) {
@@ -389,6 +445,10 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   // stale packet (below expected_) maps to a position >= next_send_.
   const uint64_t delta = (h.position() - expected_) & (kPositionSpace - 1);
   const uint64_t position = expected_ + delta;
+  // Ahead, not a stale packet (those map to nearly 2^20 ahead).
+  if (keep_alive_runs_.has_value() && !h.IsOverflowRequest() && delta < kPositionSpace / 2) {
+    results_seen_end_ = std::max(results_seen_end_, position + 1);
+  }
   if (position >= next_send_) {
     if (!TakeEarlyResult(h, payload, position)) ++counters_.ignored_unknown_seq;
     return;
@@ -402,7 +462,7 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   if (h.IsOverflowRequest()) {
     ++counters_.overflow_requests;
     // Not a contributor: no row to send; the result will come down anyway.
-    if (!slot.op->Contributes(position)) return;
+    if (!slot.Sends()) return;
     if (slot.send_as_float) {
       // A repeated request (another worker's integer contribution came
       // late): a second float32 resend goes out; which one the result will
@@ -530,15 +590,31 @@ bool WorkerQueueEngine::TakeEarlyResult(const wire::AtpHeader& h, const ResultPa
   // matters for liveness: the PS keeps a slot's last result only until the
   // slot's next generation completes. Positions below expected_ + slots have
   // a free slot (its previous position is acknowledged).
-  if (h.IsOverflowRequest() || position >= assigned_end_ || position >= expected_ + config_.slots) {
+  if (h.IsOverflowRequest() || position >= assigned_end_ ||
+      position >= expected_ + std::max<uint64_t>(config_.slots, held_results_.size())) {
     return false;
   }
-  Slot& slot = SlotOf(position);
-  if (slot.state != SlotState::kFree) return false;
   size_t i = send_cursor_;
   while (i < ops_.size() && ops_[i].end_position() <= position) ++i;
   if (i == ops_.size() || ops_[i].Contributes(position)) return false;
   Operation& op = ops_[i];
+  Slot& slot = SlotOf(position);
+  if (slot.state == SlotState::kEarlyResult && slot.position == position) return false;  // again
+  if (position >= expected_ + config_.slots || slot.state != SlotState::kFree) {
+    // The slot still holds an older position: hold the result aside.
+    if (held_results_.empty()) return false;
+    HeldResult& held = held_results_[position % held_results_.size()];
+    if (held.position_plus_one == position + 1) return false;  // a duplicate
+    WriteResult(h, payload, op, position);
+    ++counters_.parameter_packets;
+    ++counters_.early_results;
+    held = HeldResult{.position_plus_one = position + 1,
+                      .collision = h.collision,
+                      .aggregator = h.collision ? h.NewAggregatorIndex() : uint16_t{0}};
+    if (h.collision) ++counters_.collisions_seen;
+    if (h.ecn) ++counters_.ecn_marks;
+    return true;
+  }
   WriteResult(h, payload, op, position);
   ++counters_.parameter_packets;
   ++counters_.early_results;

@@ -103,6 +103,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -111,6 +112,7 @@
 #include "atp/wire.h"
 #include "lib/worker/congestion_controller.h"
 #include "lib/worker/fragment_skip.h"
+#include "lib/worker/keep_alive_runs.h"
 #include "lib/worker/loss_detector.h"
 #include "lib/worker/rtt_estimator.h"
 #include "lib/worker/timer_jitter.h"
@@ -133,6 +135,11 @@ struct WorkerQueueStats {
   uint64_t fragments_not_contributed = 0;
   uint64_t pulls_sent = 0;
   uint64_t early_results = 0;  // results of those that came before this worker reached them
+  // Keep-alive contributions of zeros: positions this worker was left out of
+  // but sends, because it left out the previous kMaxSkippedGenerations
+  // generations of the slot (keep_alive_runs.h). Counted in
+  // fragments_not_contributed, not in fragments_sent.
+  uint64_t keep_alives_sent = 0;
   uint64_t resends_loss = 0;         // resends after 3 out-of-order parameter packets
   uint64_t resends_timeout = 0;      // resends after a retransmission timeout
   uint64_t resends_overflow = 0;     // float32 resends answering an overflow request
@@ -283,6 +290,7 @@ class WorkerQueueEngine {
     // roles: with SkipReduce's contribution variant, this worker's role in
     // each slice of the operation (fragment_skip.h); empty otherwise.
     std::vector<SliceRole> roles;
+    std::optional<SkipPlan> contribution_plan;  // roles only: every worker's part
     uint64_t op_fragments = 0;    // roles only: F of the whole operation
     uint64_t first_fragment = 0;  // roles only: the piece's first fragment in it
 
@@ -297,10 +305,13 @@ class WorkerQueueEngine {
     // every fragment (no contribution skipping).
     const SliceRole* RoleOf(uint64_t position) const {
       if (roles.empty()) return nullptr;
+      return &roles[static_cast<size_t>(SliceOfPosition(position))];
+    }
+    // SliceOfPosition: roles only: the slice of the fragment at `position`.
+    int SliceOfPosition(uint64_t position) const {
       const uint64_t fragment = first_fragment + (position - first_position);
-      return &roles[static_cast<size_t>(SliceOf(static_cast<size_t>(op_fragments),
-                                                static_cast<int>(roles.size()),
-                                                static_cast<size_t>(fragment)))];
+      return SliceOf(static_cast<size_t>(op_fragments), static_cast<int>(roles.size()),
+                     static_cast<size_t>(fragment));
     }
     bool Contributes(uint64_t position) const {
       const SliceRole* role = RoleOf(position);
@@ -326,6 +337,14 @@ class WorkerQueueEngine {
     bool send_as_float = false;
     bool resend_queued = false;
     ResendCause resend_cause = ResendCause::kLoss;
+    // SkipReduce's contribution variant (declares): the position's declared
+    // contributor set as this worker's header fields (fragment_skip.h);
+    // `role.contributes` says whether it sends at all, and keep_alive that
+    // it sends zeros (the plan left it out, keep_alive_runs.h).
+    bool declares = false;
+    bool keep_alive = false;
+    SliceRole role;
+    bool Sends() const { return !declares || role.contributes; }
   };
 
   explicit WorkerQueueEngine(WorkerQueueConfig config);
@@ -374,6 +393,10 @@ class WorkerQueueEngine {
   // SendResend: writes `slot`'s resend (or pull) as message i and counts it.
   void SendResend(const Slot& slot, ResendCause cause, const SendTarget& out, size_t i);
   Operation& OperationForNextSend();
+  // TakeRole: position next_send_ of `op` passes (sent, or an early result
+  // acknowledged): under contribution skipping, sets `slot`'s declared role
+  // and advances keep_alive_runs_.
+  void TakeRole(const Operation& op, Slot& slot);
   // KeepUndropped: applies `skip` to `op` (just enqueued, fragments = all of
   // them): zeroes the dropped fragments' output, fills op.kept, counts.
   void KeepUndropped(const FragmentSkip& skip, Operation& op);
@@ -384,8 +407,9 @@ class WorkerQueueEngine {
   // their slots; returns whether it moved.
   bool FreeAckedPrefix();
   // TakeEarlyResult: a parameter packet for `position` >= next_send_ that
-  // this worker does not contribute to: stores the result; false if the
-  // position cannot take one (not enqueued, slot busy, or a contribution).
+  // this worker does not contribute to: stores the result (its slot, or
+  // held_results_ while the slot is busy); false if the position cannot take
+  // one (not enqueued, too far ahead, a duplicate, or a contribution).
   bool TakeEarlyResult(const wire::AtpHeader& h, const ResultPayload& payload, uint64_t position);
   // WriteResult: a parameter packet's values into `op`'s output at `position`,
   // and its copy into received_.
@@ -439,6 +463,30 @@ class WorkerQueueEngine {
   // Completed, not yet collected; capacity reserved by Enqueue so that the
   // packet path never reallocates.
   std::vector<OperationId> completions_;
+
+  // keep_alive_runs_: from the first contribution-skipping operation on.
+  std::optional<KeepAliveRuns> keep_alive_runs_;
+  // held_results_: contribution skipping: results of positions this worker
+  // does not contribute to that came while their slot still held an older
+  // position (the window's slots are not enough: the others may be up to
+  // kMaxSkippedGenerations + 1 generations of a slot ahead). The values are
+  // already in the operation's output; entry position % size records which
+  // position (+ 1; 0: none) and its slot's new aggregator index, if any.
+  // (kMaxSkippedGenerations + 2) x slots entries, allocated with
+  // keep_alive_runs_.
+  struct HeldResult {
+    uint64_t position_plus_one = 0;
+    bool collision = false;
+    uint16_t aggregator = 0;
+  };
+  std::vector<HeldResult> held_results_;
+  // results_seen_end_: contribution skipping: 1 + the highest position a
+  // parameter packet named (including one this worker could not take yet).
+  // A position it leaves out and reaches below it has most likely had its
+  // result already (before the operation was enqueued here): it pulls at
+  // once instead of after a retransmission timeout.
+  uint64_t results_seen_end_ = 0;
+  int worker_index_ = 0;  // this worker's rack-major index in the job
 
   WorkerQueueStats counters_;
 };

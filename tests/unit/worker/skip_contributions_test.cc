@@ -16,6 +16,7 @@
 #include <limits>
 #include <memory>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "atp/quantize.h"
@@ -23,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "lib/protocol/job_shape.h"
 #include "lib/protocol/message_sink.h"
+#include "lib/protocol/skipped_generations.h"
 #include "lib/ps/ps_config.h"
 #include "lib/ps/ps_engine.h"
 #include "lib/wire/control_message.h"
@@ -67,7 +69,9 @@ using DropDownlink = std::function<bool(int rank, const wire::AtpMessage& m)>;
 
 class ContributionJob {
  public:
-  ContributionJob(std::vector<int> workers_per_rack, bool ps_accepts_declared = true)
+  // slots: the window slots per queue, the workers' and the PS's alike.
+  ContributionJob(std::vector<int> workers_per_rack, bool ps_accepts_declared = true,
+                  uint32_t slots = 64)
       : shape_{.job = kJob,
                .workers_per_rack = std::vector<uint8_t>(workers_per_rack.begin(),
                                                         workers_per_rack.end())} {
@@ -75,7 +79,7 @@ class ContributionJob {
       for (int w = 0; w < shape_.workers_in_rack(rack); ++w) {
         std::vector<std::unique_ptr<WorkerQueueEngine>> queues;
         for (uint32_t q = 0; q < kQueues; ++q) {
-          WorkerQueueConfig config = testing::SmallConfig(/*slots=*/64, /*initial_window=*/16);
+          WorkerQueueConfig config = testing::SmallConfig(slots, std::min(slots, 16u));
           config.shape = shape_;
           config.rack = rack;
           config.worker_in_rack = w;
@@ -87,7 +91,7 @@ class ContributionJob {
     }
     ps::PsConfig config;
     config.jobs.push_back(shape_);
-    config.slots = 64;
+    config.slots = slots;
     if (ps_accepts_declared) config.contribution_skipping_jobs = {kJob};
     auto ps = ps::PsEngine::Create(config);
     EXPECT_TRUE(ps.ok()) << ps.status();
@@ -221,6 +225,7 @@ class ContributionJob {
         t.fragments_skipped += s.fragments_skipped;
         t.fragments_not_contributed += s.fragments_not_contributed;
         t.pulls_sent += s.pulls_sent;
+        t.keep_alives_sent += s.keep_alives_sent;
         t.resends_loss += s.resends_loss;
         t.resends_timeout += s.resends_timeout;
         t.resends_overflow += s.resends_overflow;
@@ -273,10 +278,12 @@ void Check(ContributionJob& job, size_t values, const SkipOptions& skip, uint64_
   EXPECT_EQ(after.resends_loss + after.resends_timeout + after.pulls_sent, 0u);
   EXPECT_EQ(after.in_flight, 0u);
   EXPECT_EQ(after.operations_completed - before.operations_completed, 2 * n);
-  // The PS completed every fragment once, from exactly the contributions.
+  // The PS completed every fragment once, from exactly the contributions
+  // (and the keep-alives of zeros, if a worker sat out a slot that long).
   const ps::PsCounters& ps = job.ps().counters();
   EXPECT_EQ(ps.completed - ps_before.completed, fragments);
-  EXPECT_EQ(ps.contributions - ps_before.contributions, contributions);
+  EXPECT_EQ(ps.contributions - ps_before.contributions,
+            contributions + after.keep_alives_sent - before.keep_alives_sent);
   EXPECT_EQ(ps.stale + ps.ahead + ps.duplicates + ps.shape_mismatch + ps.malformed, 0u);
 }
 
@@ -480,16 +487,24 @@ TEST(SkipContributionsTest, FloatPathSumsTheDeclaredContributorsRows) {
 TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
   // One slot, so positions 0, 1, 2, ... are its successive generations; only
   // worker 0 of 2 contributes (declared fanIn0 = 1). A non-contributor that
-  // fell behind gets the last contribution_history generations back.
+  // fell behind gets the last contribution_history generations back; a PS
+  // keeping fewer than the workers' keep-alive bound needs is refused.
   ps::PsConfig config;
   config.jobs.push_back(protocol::JobShape::Uniform(kJob, 1, 2));
   config.slots = 1;
   config.contribution_skipping_jobs = {kJob};
-  config.contribution_history = 4;
+  config.contribution_history = 4;  // below the workers' keep-alive bound
+  {
+    auto refused = ps::PsEngine::Create(config);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("PsConfig.contribution_history"), std::string::npos);
+  }
+  config.contribution_history = protocol::kContributionHistoryNeeded;
+  ASSERT_EQ(config.contribution_history, 5u);
   auto ps = ps::PsEngine::Create(config);
   ASSERT_TRUE(ps.ok()) << ps.status();
   Collect out;
-  for (uint32_t position = 0; position < 6; ++position) {
+  for (uint32_t position = 0; position < 10; ++position) {
     wire::AtpMessage m;
     m.header.job = kJob;
     m.header.seq = wire::MakeSeq(0, position);
@@ -500,21 +515,213 @@ TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
     m.payload[0] = position + 100;
     ps->OnGradient(m, kT0, out);
   }
-  ASSERT_EQ(ps->counters().completed, 6u);
+  ASSERT_EQ(ps->counters().completed, 10u);
   out.sent.clear();
   wire::ControlMessage pull;
   pull.type = wire::ControlType::kPull;
   const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
-  for (uint32_t position : {5u, 2u, 1u, 0u}) {
+  for (uint32_t position : {9u, 2u, 1u, 0u}) {
     ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), out);
   }
-  ASSERT_EQ(out.sent.size(), 2u);  // 5 (the last) and 2 (3 generations back)
-  EXPECT_EQ(out.sent[0].header.position(), 5u);
-  EXPECT_EQ(out.sent[0].payload[0], 105u);
+  // It keeps 5 rounded up to a power of two: 8 generations, 2..9.
+  ASSERT_EQ(out.sent.size(), 2u);  // 9 (the last) and 2 (7 generations back)
+  EXPECT_EQ(out.sent[0].header.position(), 9u);
+  EXPECT_EQ(out.sent[0].payload[0], 109u);
   EXPECT_EQ(out.sent[1].header.position(), 2u);
   EXPECT_EQ(out.sent[1].payload[0], 102u);
   EXPECT_EQ(ps->counters().pulls_answered, 2u);
   EXPECT_EQ(ps->counters().pulls_ignored, 2u);
+}
+
+// KeepAlivesOf: an independent model of the liveness rule
+// (lib/protocol/skipped_generations.h): position p's contributors are
+// `contributors[p]`; walking each slot's generations, a worker left out of
+// kMaxSkippedGenerations consecutive ones sends the next as a keep-alive.
+// Returns the keep-alives per worker.
+std::vector<uint64_t> KeepAlivesOf(const std::vector<std::set<int>>& contributors, int workers,
+                                   uint32_t slots) {
+  std::vector<uint64_t> keep_alives(static_cast<size_t>(workers), 0);
+  for (uint32_t slot = 0; slot < slots; ++slot) {
+    for (int w = 0; w < workers; ++w) {
+      uint32_t left_out = 0;
+      for (size_t p = slot; p < contributors.size(); p += slots) {
+        if (contributors[p].contains(w)) {
+          left_out = 0;
+        } else if (left_out == protocol::kMaxSkippedGenerations) {
+          ++keep_alives[static_cast<size_t>(w)];
+          left_out = 0;
+        } else {
+          ++left_out;
+        }
+      }
+    }
+  }
+  return keep_alives;
+}
+
+// ExpectExact: every worker's output equals the reference of `skip` (the
+// whole operation of `fragments` on queue 0).
+void ExpectExact(const ContributionJob& job, uint64_t fragments, const SkipOptions& skip) {
+  const std::vector<float> expected =
+      job.Expected(ReferenceContributors(fragments, job.workers(), skip));
+  for (int r = 0; r < job.workers(); ++r) {
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(job.outputs()[r][i], expected[i]) << "worker " << r << " value " << i;
+    }
+  }
+}
+
+TEST(SkipContributionsTest, NonContributorFarBehindCatchesUp) {
+  // The stall of the PS-alone benchmark, made deterministic: 2 workers, 4
+  // slots, static k = 1, one operation of 80 fragments on queue 0: slice 0
+  // (positions 0..39, ten generations of every slot) lacks worker 0, slice 1
+  // (40..79) lacks worker 1. Worker 0 is held while worker 1 runs, and
+  // either gets the parameter packets meanwhile (it holds them aside) or
+  // loses them all (as if it had not started the operation yet: it must pull
+  // them). Without a bound, worker 1 completes all of slice 0 alone and the
+  // PS keeps only the last generations: pulls are ignored and the operation
+  // never completes. With the keep-alives, worker 1 stops at generation 4
+  // (positions 16..19), which needs worker 0's zeros, so everything worker 0
+  // still needs is held by it or kept by the PS.
+  constexpr uint32_t kSlots = 4;
+  constexpr uint64_t kFragments = 80;
+  for (const bool lose_while_held : {false, true}) {
+    SCOPED_TRACE(lose_while_held ? "parameter packets lost while held" : "held aside");
+    ContributionJob job({2}, /*ps_accepts_declared=*/true, kSlots);
+    const SkipOptions skip =
+        Contributions({.mode = SkipMode::kStatic, .reduce_scatter_steps = 1});
+    std::vector<std::vector<float>> inputs;
+    for (int r = 0; r < 2; ++r) inputs.push_back(Input(kFragments * 62, r));
+    job.Start(std::move(inputs), skip, /*split=*/kFragments);
+    job.Hold(0);
+    job.Pump(kT0, [&](int rank, const wire::AtpMessage&) { return lose_while_held && rank == 0; });
+    EXPECT_EQ(job.ps().counters().completed, 16u);  // generations 0..3 of each slot
+    EXPECT_EQ(job.engine(0, 0).stats().early_results, lose_while_held ? 0u : 16u);
+    job.Hold(-1);
+    job.Pump(kT0);
+    job.RunTimersUntilIdle(kT0, /*rounds=*/100);
+    EXPECT_EQ(job.Totals().in_flight, 0u);
+    EXPECT_EQ(job.Totals().operations_completed, 4u);  // 2 workers x 2 pieces
+    EXPECT_EQ(job.ps().counters().completed, kFragments);
+    EXPECT_EQ(job.ps().counters().pulls_ignored, 0u);
+    // Lost: positions 0..15, from the PS's last 5 generations of each slot.
+    EXPECT_EQ(job.ps().counters().pulls_answered, lose_while_held ? 16u : 0u);
+    // Keep-alives exactly where the rule puts them: generations 4 and 9 of
+    // every slot for worker 0 (slice 0), 14 and 19 for worker 1 (slice 1).
+    const std::vector<std::set<int>> contributors = ReferenceContributors(kFragments, 2, skip);
+    const std::vector<uint64_t> keep_alives = KeepAlivesOf(contributors, 2, kSlots);
+    EXPECT_EQ(keep_alives, (std::vector<uint64_t>{8, 8}));
+    EXPECT_EQ(job.engine(0, 0).stats().keep_alives_sent, keep_alives[0]);
+    EXPECT_EQ(job.engine(1, 0).stats().keep_alives_sent, keep_alives[1]);
+    EXPECT_EQ(job.engine(0, 0).stats().fragments_sent, 40u);  // its real contributions
+    ExpectExact(job, kFragments, skip);  // the zeros changed no sum
+  }
+}
+
+TEST(SkipContributionsTest, KeepAlivesFollowTheSlotsAcrossOperations) {
+  // Runs of left-out generations continue across operations (a worker may
+  // sit out the end of one and the start of the next): random mode, 4
+  // workers, k = 3 (each worker in one slice of four), 8 slots, many small
+  // operations on one queue. Every worker's keep-alives equal the model's,
+  // over the positions of all operations, and every result is exact.
+  constexpr uint32_t kSlots = 8;
+  ContributionJob job({4}, /*ps_accepts_declared=*/true, kSlots);
+  std::vector<std::set<int>> positions;  // every position's plan contributors, in order
+  for (uint64_t iteration = 0; iteration < 12; ++iteration) {
+    const uint64_t fragments = 13 + iteration % 5;
+    const SkipOptions skip = Contributions({.mode = SkipMode::kRandom,
+                                            .reduce_scatter_steps = 3,
+                                            .seed = 5,
+                                            .iteration = iteration});
+    std::vector<std::vector<float>> inputs;
+    for (int r = 0; r < 4; ++r) inputs.push_back(Input(fragments * 62, r));
+    job.Start(std::move(inputs), skip, /*split=*/fragments);
+    job.Pump(kT0);
+    ASSERT_EQ(job.Totals().in_flight, 0u) << "iteration " << iteration;
+    ExpectExact(job, fragments, skip);
+    for (const std::set<int>& in : ReferenceContributors(fragments, 4, skip)) {
+      positions.push_back(in);
+    }
+  }
+  const std::vector<uint64_t> keep_alives = KeepAlivesOf(positions, 4, kSlots);
+  uint64_t total = 0;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(job.engine(r, 0).stats().keep_alives_sent, keep_alives[static_cast<size_t>(r)])
+        << "worker " << r;
+    total += keep_alives[static_cast<size_t>(r)];
+  }
+  EXPECT_GT(total, 0u);
+  EXPECT_EQ(job.ps().counters().shape_mismatch, 0u);
+}
+
+TEST(SkipContributionsTest, ContributorsLostResultIsResentAfterTheJobMovedOn) {
+  // 2 workers, 4 slots, static k = 1, 8 fragments: worker 1 contributes to
+  // positions 0..3 and not to 4..7 (the same slots' next generation). Its
+  // parameter packets for 0..3 are lost; worker 0 goes on and the PS
+  // completes 4..7 without worker 1. Worker 1's resends of 0..3 are a
+  // generation behind the slots (stale): the PS answers them from the
+  // job's history, and worker 1 pulls 4..7.
+  constexpr uint32_t kSlots = 4;
+  ContributionJob job({2}, /*ps_accepts_declared=*/true, kSlots);
+  const SkipOptions skip = Contributions({.mode = SkipMode::kStatic, .reduce_scatter_steps = 1});
+  std::vector<std::vector<float>> inputs;
+  for (int r = 0; r < 2; ++r) inputs.push_back(Input(8 * 62, r));
+  job.Start(std::move(inputs), skip, /*split=*/8);
+  std::set<uint32_t> dropped;
+  job.Pump(kT0, [&](int rank, const wire::AtpMessage& m) {
+    if (rank != 1 || m.header.queue() != 0 || m.header.position() > 3) return false;
+    return dropped.insert(m.header.position()).second;
+  });
+  ASSERT_EQ(dropped.size(), 4u);
+  EXPECT_EQ(job.ps().counters().completed, 8u);
+  job.RunTimersUntilIdle(kT0, /*rounds=*/20);
+  EXPECT_EQ(job.Totals().in_flight, 0u);
+  EXPECT_GE(job.ps().counters().param_resent, 4u);
+  EXPECT_EQ(job.ps().counters().stale, 0u);
+  EXPECT_EQ(job.ps().counters().pulls_ignored, 0u);
+  ExpectExact(job, 8, skip);
+}
+
+TEST(SkipContributionsTest, PullsAreAnsweredAcrossThePositionWrap) {
+  // Positions are 20 bits: with one slot, generation = position, and the
+  // generations before the wrap stay answerable after positions 0 and 1 of
+  // the next lap completed (the PS keeps a power of two, 8 for a history of
+  // 5, so generation 2^20 - 1 and generation 0 do not share an entry).
+  ps::PsConfig config;
+  config.jobs.push_back(protocol::JobShape::Uniform(kJob, 1, 2));
+  config.slots = 1;
+  config.contribution_skipping_jobs = {kJob};
+  auto ps = ps::PsEngine::Create(config);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  ASSERT_EQ(ps->RebuildQueue(kJob, 0, wire::kPositionMask - 3, ps::RebuildMode::kNewRun), 1u);
+  Collect out;
+  std::vector<uint32_t> completed;
+  for (uint32_t lap_position = wire::kPositionMask - 3; completed.size() < 6; ++lap_position) {
+    const uint32_t position = lap_position & wire::kPositionMask;
+    wire::AtpMessage m;
+    m.header.job = kJob;
+    m.header.seq = wire::MakeSeq(0, position);
+    m.header.fan_in0 = 1;
+    m.header.fan_in1 = 1;
+    m.header.bitmap0 = 1;
+    m.header.bitmap1 = 1;
+    ps->OnGradient(m, kT0, out);
+    completed.push_back(position);
+  }
+  ASSERT_EQ(ps->counters().completed, 6u);  // 2^20 - 4 .. 2^20 - 1, 0, 1
+  out.sent.clear();
+  wire::ControlMessage pull;
+  pull.type = wire::ControlType::kPull;
+  const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
+  for (uint32_t position : completed) {
+    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), out);
+  }
+  // All six: a history of 5 (generation % 5) would have lost 2^20 - 1 to 0.
+  ASSERT_EQ(out.sent.size(), 6u);
+  for (size_t i = 0; i < completed.size(); ++i) {
+    EXPECT_EQ(out.sent[i].header.position(), completed[i]);
+  }
+  EXPECT_EQ(ps->counters().pulls_ignored, 0u);
 }
 
 TEST(SkipContributionsTest, PsWithoutDeclaredFanInsRefusesThePackets) {
