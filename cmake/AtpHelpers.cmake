@@ -188,7 +188,8 @@ function(_atp_share_pchs)
     endforeach()
   endforeach()
 endfunction()
-cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL _atp_share_pchs)
+# At the end of the directory that includes this file: the top-level CMakeLists.txt.
+cmake_language(DEFER CALL _atp_share_pchs)
 
 function(atp_cc_test)
   cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS;PROPERTIES" ${ARGN})
