@@ -9,17 +9,20 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "atp/window_sizing.h"
+#include "lib/tool/command_line.h"
 #include "lib/tool/flag_checks.h"
 
 ABSL_FLAG(int, slots, 0,
           "Window slots per queue, a power of two in 1..65536 (the PS's must equal the "
-          "workers'). 0: from the path (--link_gbps x --path_rtt_us).");
+          "workers'). 0: from the path if --link_gbps or --path_rtt_us is given, else "
+          "JobOptions' default (256).");
 ABSL_FLAG(int, window, 0,
-          "Initial window, fragments in flight per queue, 1..--slots. 0: from the path "
-          "(--link_gbps x --path_rtt_us).");
+          "Initial window, fragments in flight per queue, 1..--slots. 0: from the path if "
+          "--link_gbps or --path_rtt_us is given, else JobOptions' default (200).");
 ABSL_FLAG(double, link_gbps, atp::examples::kDefaultLinkGbps,
           "The path's slowest link, Gb/s: with --path_rtt_us it sizes each queue's window and "
-          "slots (their bandwidth-delay product over --io_threads, docs/protocol.md).");
+          "slots (their bandwidth-delay product over --io_threads, docs/protocol.md). Neither "
+          "given: JobOptions' fixed defaults (an application's default Worker gets the same).");
 ABSL_FLAG(double, path_rtt_us, atp::examples::kDefaultPathRttUs,
           "The path's round trip, microseconds (measured: atp-ping's p50), for --link_gbps.");
 
@@ -51,6 +54,19 @@ absl::Status ApplyWindowFlags(JobOptions* job) {
     }
     job->slots = static_cast<uint32_t>(slots);
     job->initial_window = static_cast<uint32_t>(window);
+    return absl::OkStatus();
+  }
+  if (!tool::FlagGiven("link_gbps") && !tool::FlagGiven("path_rtt_us")) {
+    // No path named: JobOptions' own defaults, which an application that
+    // links libatp (C++ or Python) also gets, so that a default atp-ps serves
+    // a default Worker. Either flag alone fits the other around it.
+    if (slots != 0) {
+      job->slots = static_cast<uint32_t>(slots);
+      job->initial_window = std::min(job->initial_window, job->slots);
+    } else if (window != 0) {
+      job->initial_window = static_cast<uint32_t>(window);
+      job->slots = std::max(job->slots, std::bit_ceil(job->initial_window));
+    }
     return absl::OkStatus();
   }
   const double gbps = absl::GetFlag(FLAGS_link_gbps);
@@ -90,6 +106,9 @@ std::string DescribeWindow(const JobOptions& job) {
   const bool window = absl::GetFlag(FLAGS_window) != 0;
   if (slots && window) {
     absl::StrAppend(&out, " (--slots, --window)");
+  } else if (!tool::FlagGiven("link_gbps") && !tool::FlagGiven("path_rtt_us")) {
+    absl::StrAppend(&out, " (", slots ? "--slots, " : "", window ? "--window, " : "",
+                    "JobOptions' defaults)");
   } else {
     absl::StrAppend(&out, " (", slots ? "--slots, " : "", window ? "--window, " : "",
                     absl::GetFlag(FLAGS_link_gbps), " Gb/s x ", absl::GetFlag(FLAGS_path_rtt_us),

@@ -2,15 +2,19 @@
 // path's bandwidth-delay product by default (atp/window_sizing.h,
 // docs/protocol.md "Windows from the bandwidth-delay product").
 //
-//   --link_gbps=G --path_rtt_us=R   the path (defaults: kDefaultLinkGbps,
+//   --link_gbps=G --path_rtt_us=R   the path (either one given: the other
+//                                   defaults to kDefaultLinkGbps or
 //                                   kDefaultPathRttUs): window and slots per
 //                                   queue from G x R, divided over --io_threads
+//   neither                         JobOptions' fixed defaults (256 slots,
+//                                   window 200): what an application's default
+//                                   Worker uses, so a default atp-ps serves it
 //   --slots=S --window=W            explicit values instead (either or both;
 //                                   the other one still comes from the path,
 //                                   widened or narrowed to fit)
 //
-// Every worker and PS of a job must end with the same slots: the tools apply
-// the same defaults, so they agree unless told otherwise, and the PS refuses
+// Every worker and PS of a job must end with the same slots: the tools and
+// the library apply the same defaults, so they agree unless told otherwise, and the PS refuses
 // a worker whose slots differ (kMismatch naming "slots"). A switch should
 // hold an aggregator for every window slot of every queue of the jobs it
 // serves (RequiredAggregators; scripts/testbed sizes and checks it).
