@@ -31,6 +31,18 @@ namespace {
 
 constexpr int kMaxSlots = 65536;
 
+// FitAroundGiven: at most one of --slots/--window given (0: not given); it
+// wins over job's value and the other is narrowed or widened to fit.
+void FitAroundGiven(int slots, int window, JobOptions* job) {
+  if (slots != 0) {
+    job->slots = static_cast<uint32_t>(slots);
+    job->initial_window = std::min(job->initial_window, job->slots);
+  } else if (window != 0) {
+    job->initial_window = static_cast<uint32_t>(window);
+    job->slots = std::max(job->slots, std::bit_ceil(job->initial_window));
+  }
+}
+
 }  // namespace
 
 absl::Status ApplyWindowFlags(JobOptions* job) {
@@ -60,13 +72,7 @@ absl::Status ApplyWindowFlags(JobOptions* job) {
     // No path named: JobOptions' own defaults, which an application that
     // links libatp (C++ or Python) also gets, so that a default atp-ps serves
     // a default Worker. Either flag alone fits the other around it.
-    if (slots != 0) {
-      job->slots = static_cast<uint32_t>(slots);
-      job->initial_window = std::min(job->initial_window, job->slots);
-    } else if (window != 0) {
-      job->initial_window = static_cast<uint32_t>(window);
-      job->slots = std::max(job->slots, std::bit_ceil(job->initial_window));
-    }
+    FitAroundGiven(slots, window, job);
     return absl::OkStatus();
   }
   const double gbps = absl::GetFlag(FLAGS_link_gbps);
@@ -84,14 +90,7 @@ absl::Status ApplyWindowFlags(JobOptions* job) {
   if (absl::Status s = SizeWindowsForPath(path, job); !s.ok()) {
     return tool::FlagError("link_gbps", std::string(s.message()));
   }
-  // One of the two given: it wins, and the other fits around it.
-  if (slots != 0) {
-    job->slots = static_cast<uint32_t>(slots);
-    job->initial_window = std::min(job->initial_window, job->slots);
-  } else if (window != 0) {
-    job->initial_window = static_cast<uint32_t>(window);
-    job->slots = std::max(job->slots, std::bit_ceil(job->initial_window));
-  }
+  FitAroundGiven(slots, window, job);
   return absl::OkStatus();
 }
 

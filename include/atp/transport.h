@@ -113,6 +113,13 @@ struct QueueCapabilities {
   TxSegmentation tx_segmentation = TxSegmentation::kSoftware;
   RxCoalescing rx_coalescing = RxCoalescing::kNone;
   Steering steering = Steering::kSoftware;
+
+  // OffloadsSegmentation: TxSegmented hands a job to the medium (GSO, TSO)
+  // rather than writing its frames one by one, so a host gains by building
+  // segmentation jobs; on other queues it sends frames with TxBurst.
+  bool OffloadsSegmentation() const {
+    return tx_segmentation != TxSegmentation::kSoftware && max_offload_segments > 1;
+  }
 };
 
 // QueueStats: counters of one queue, all monotonic. Read them with

@@ -15,11 +15,6 @@ constexpr TimeDelta kPublishInterval = TimeDelta::FromMilliseconds(1);
 // kOrphanScanInterval: the orphan scan runs at most this often.
 constexpr TimeDelta kOrphanScanInterval = TimeDelta::FromMilliseconds(1);
 
-bool OffloadsSegmentation(const transport::QueueCapabilities& caps) {
-  return caps.tx_segmentation != transport::TxSegmentation::kSoftware &&
-         caps.max_offload_segments > 1;
-}
-
 using FrameHead = std::array<uint8_t, wire::kPayloadOffset>;
 static_assert(transport::kSegmentTemplateBytes == wire::kPayloadOffset);
 constexpr size_t kSeqBytes = 3;
@@ -54,7 +49,7 @@ PsIoLoop::PsIoLoop(std::unique_ptr<PsShard> shard, std::vector<transport::Queue*
       burst_(max_burst),
       rx_(max_burst) {
   stage_.reserve(burst_);
-  for (const transport::Queue* q : queues_) offloads_.push_back(OffloadsSegmentation(q->capabilities()));
+  for (const transport::Queue* q : queues_) offloads_.push_back(q->capabilities().OffloadsSegmentation());
   if (std::find(offloads_.begin(), offloads_.end(), true) != offloads_.end()) {
     segment_headers_.resize(burst_);
     segment_messages_.resize(burst_ * wire::kMessageBytes);

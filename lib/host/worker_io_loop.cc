@@ -20,11 +20,6 @@ namespace {
 
 constexpr TimeDelta kPublishInterval = TimeDelta::FromMilliseconds(1);
 
-bool OffloadsSegmentation(const transport::QueueCapabilities& caps) {
-  return caps.tx_segmentation != transport::TxSegmentation::kSoftware &&
-         caps.max_offload_segments > 1;
-}
-
 // ContinuesRun: `next` can be segment i of a job whose template is `first`:
 // every field the same but the seq position (first's + i) and the aggregator
 // index (carried per segment).
@@ -67,7 +62,7 @@ WorkerIoLoop::WorkerIoLoop(const WorkerIoLoopConfig& config,
       engine_(std::move(engine)),
       queue_(queue),
       burst_(config.max_burst),
-      offload_segmentation_(OffloadsSegmentation(queue.capabilities())),
+      offload_segmentation_(queue.capabilities().OffloadsSegmentation()),
       rx_frames_(burst_),
       tx_frames_(burst_),
       tx_headers_(burst_),
