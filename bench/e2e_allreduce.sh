@@ -5,6 +5,7 @@
 #   flock /work/.busy.lock bench/e2e_allreduce.sh [--build=DIR] [--workers=N]
 #       [--floats=F] [--iterations=I] [--io_threads=T] [--racks=1|2]
 #       [--demo_workers_per_rack=M] [--small_count=C] [--only=LIST]
+#       [--testbed_flags='--slots=S --window=W'] (passed to scripts/testbed up)
 #
 # Defaults: 2 workers x 16 Mi floats (64 MiB) x 3 iterations, 1 I/O thread,
 # build dir ./build. Systems (--only: a comma-separated subset, default all):
@@ -48,6 +49,7 @@ io_threads=1
 racks=1
 demo_per_rack=2
 small_count=2000
+testbed_flags=()
 only="gloo,mpi,cluster,memif,udp,demo,small"
 usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 for arg in "$@"; do
@@ -61,6 +63,7 @@ for arg in "$@"; do
     --demo_workers_per_rack=*) demo_per_rack="${arg#*=}" ;;
     --small_count=*) small_count="${arg#*=}" ;;
     --only=*) only="${arg#*=}" ;;
+    --testbed_flags=*) read -r -a testbed_flags <<< "${arg#*=}" ;;
     -h|--help) usage; exit 0 ;;
     *) echo "e2e_allreduce: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
@@ -176,7 +179,8 @@ testbed_job() {
   dir=$(mktemp -d "/tmp/e2e-$variant.XXXXXX")
   testbeds+=("$dir")
   "$root/scripts/testbed" up --variant="$variant" --dir="$dir" --racks="$nracks" \
-      --workers_per_rack="$per" --io_threads="$io_threads" 2> "$work/$name.up.err" ||
+      --workers_per_rack="$per" --io_threads="$io_threads" ${testbed_flags[@]+"${testbed_flags[@]}"} \
+      2> "$work/$name.up.err" ||
     { cat "$work/$name.up.err" >&2; echo "e2e_allreduce: $name: testbed up failed" >&2; exit 1; }
   local -a daemons=()
   local d
