@@ -45,25 +45,38 @@ std::unique_ptr<LocalCluster> Cluster(int workers, bool start_ps) {
   return testing::StartCluster(std::move(job), FabricAggregation::kNone);
 }
 
+// PushPullWithoutWorker2: workers 0 and 1 of the cluster's job push `in`
+// into out[0] and out[1]; worker 2 never issues the operation.
+void PushPullWithoutWorker2(LocalCluster& cluster, const std::vector<float>& in,
+                            std::vector<std::vector<float>>& out, std::vector<Handle>& handles) {
+  for (size_t w = 0; w < 2; ++w) {
+    absl::StatusOr<Handle> h = cluster.worker(0, w).PushPull(in, out[w]);
+    ASSERT_TRUE(h.ok()) << h.status();
+    handles.push_back(*h);
+  }
+}
+
+// ExpectWaitingForWorker2: `status` is the named failure "the PS waits for
+// worker 2".
+void ExpectWaitingForWorker2(const absl::Status& status) {
+  EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
+  const std::optional<Failure> failure = FailureOf(status);
+  ASSERT_TRUE(failure.has_value()) << status;
+  EXPECT_EQ(failure->kind, FailureKind::kWaitingForWorkers) << status;
+  EXPECT_EQ(failure->workers, (std::vector<int>{2})) << status;
+}
+
 TEST(FailureTest, ADeadWorkerIsNamedToTheOthersAndThePsReleasesItsState) {
   auto cluster = Cluster(/*workers=*/3, /*start_ps=*/true);
   ASSERT_NE(cluster, nullptr);
   std::vector<float> in(2000, 0.5f);
   std::vector<std::vector<float>> out(2, std::vector<float>(in.size()));
   std::vector<Handle> handles;
-  for (size_t w = 0; w < 2; ++w) {  // worker 2 never issues the operation
-    absl::StatusOr<Handle> h = cluster->worker(0, w).PushPull(in, out[w]);
-    ASSERT_TRUE(h.ok()) << h.status();
-    handles.push_back(*h);
-  }
+  ASSERT_NO_FATAL_FAILURE(PushPullWithoutWorker2(*cluster, in, out, handles));
   const absl::Time started = absl::Now();
   for (size_t w = 0; w < 2; ++w) {
     const absl::Status status = handles[w].Wait(kDeadline);
-    EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
-    const std::optional<Failure> failure = FailureOf(status);
-    ASSERT_TRUE(failure.has_value()) << status;
-    EXPECT_EQ(failure->kind, FailureKind::kWaitingForWorkers) << status;
-    EXPECT_EQ(failure->workers, (std::vector<int>{2})) << status;
+    ExpectWaitingForWorker2(status);
     EXPECT_NE(status.message().find("waits for worker(s) 2"), absl::string_view::npos) << status;
   }
   // Not a hang: failed within a few stall times (generous for loaded CI).
@@ -154,18 +167,10 @@ TEST(FailureTest, AnEmbeddedParameterServerNamesTheWorkersItWaitsFor) {
   std::vector<float> in(2000, 0.5f);
   std::vector<std::vector<float>> out(2, std::vector<float>(in.size()));
   std::vector<Handle> handles;
-  for (size_t w = 0; w < 2; ++w) {  // worker 2 never issues the operation
-    absl::StatusOr<Handle> h = cluster->worker(0, w).PushPull(in, out[w]);
-    ASSERT_TRUE(h.ok()) << h.status();
-    handles.push_back(*h);
-  }
+  ASSERT_NO_FATAL_FAILURE(PushPullWithoutWorker2(*cluster, in, out, handles));
   for (size_t w = 0; w < 2; ++w) {
     const absl::Status status = handles[w].Wait(kDeadline);
-    EXPECT_EQ(status.code(), absl::StatusCode::kAborted) << status;
-    const std::optional<Failure> failure = FailureOf(status);
-    ASSERT_TRUE(failure.has_value()) << status;
-    EXPECT_EQ(failure->kind, FailureKind::kWaitingForWorkers) << status;
-    EXPECT_EQ(failure->workers, (std::vector<int>{2})) << status;
+    ExpectWaitingForWorker2(status);
   }
   EXPECT_GT((*ps)->stats().status_sent, 0u);
 }

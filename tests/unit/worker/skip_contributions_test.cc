@@ -484,6 +484,19 @@ TEST(SkipContributionsTest, FloatPathSumsTheDeclaredContributorsRows) {
   EXPECT_EQ(job.ps().counters().shape_mismatch, 0u);
 }
 
+// SoleWorkersGradient: queue 0's gradient at `position` from the only worker
+// of a one-rack, one-worker job kJob (it completes the fragment at once).
+wire::AtpMessage SoleWorkersGradient(uint32_t position) {
+  wire::AtpMessage m;
+  m.header.job = kJob;
+  m.header.seq = wire::MakeSeq(0, position);
+  m.header.fan_in0 = 1;
+  m.header.fan_in1 = 1;
+  m.header.bitmap0 = 1;
+  m.header.bitmap1 = 1;
+  return m;
+}
+
 TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
   // One slot, so positions 0, 1, 2, ... are its successive generations; only
   // worker 0 of 2 contributes (declared fanIn0 = 1). A non-contributor that
@@ -505,13 +518,7 @@ TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
   ASSERT_TRUE(ps.ok()) << ps.status();
   Collect out;
   for (uint32_t position = 0; position < 10; ++position) {
-    wire::AtpMessage m;
-    m.header.job = kJob;
-    m.header.seq = wire::MakeSeq(0, position);
-    m.header.fan_in0 = 1;
-    m.header.fan_in1 = 1;
-    m.header.bitmap0 = 1;
-    m.header.bitmap1 = 1;
+    wire::AtpMessage m = SoleWorkersGradient(position);
     m.payload[0] = position + 100;
     ps->OnGradient(m, kT0, out);
   }
@@ -698,14 +705,7 @@ TEST(SkipContributionsTest, PullsAreAnsweredAcrossThePositionWrap) {
   std::vector<uint32_t> completed;
   for (uint32_t lap_position = wire::kPositionMask - 3; completed.size() < 6; ++lap_position) {
     const uint32_t position = lap_position & wire::kPositionMask;
-    wire::AtpMessage m;
-    m.header.job = kJob;
-    m.header.seq = wire::MakeSeq(0, position);
-    m.header.fan_in0 = 1;
-    m.header.fan_in1 = 1;
-    m.header.bitmap0 = 1;
-    m.header.bitmap1 = 1;
-    ps->OnGradient(m, kT0, out);
+    ps->OnGradient(SoleWorkersGradient(position), kT0, out);
     completed.push_back(position);
   }
   ASSERT_EQ(ps->counters().completed, 6u);  // 2^20 - 4 .. 2^20 - 1, 0, 1
