@@ -354,7 +354,10 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
       // Its result came before this worker got here: done, nothing to send.
       // (The PS completed it without this worker, so the keep-alive rule
       // cannot have asked for one here: every worker applies it alike.)
+      // It is a fragment this worker did not contribute to, like one it
+      // reaches before its result comes.
       TakeRole(op, slot);
+      ++counters_.fragments_not_contributed;
       slot.state = SlotState::kAcked;
       ++next_send_;
       CountAcked(op);

@@ -130,8 +130,8 @@ struct WorkerQueueStats {
   uint64_t fp_fragments_sent = 0;    // of those, sent as float32 (NaN, inf, saturation)
   uint64_t fragments_skipped = 0;    // left out by SkipReduce: never sent, result zero
   // SkipReduce's contribution variant: positions this worker took without
-  // sending (it waits for their parameter packets), and the kPull control
-  // frames it sent for them instead of resends.
+  // sending (it waits for their parameter packets, or they came early), and
+  // the kPull control frames it sent for them instead of resends.
   uint64_t fragments_not_contributed = 0;
   uint64_t pulls_sent = 0;
   uint64_t early_results = 0;  // results of those that came before this worker reached them
