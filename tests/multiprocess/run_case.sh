@@ -293,20 +293,22 @@ case "$case_name" in
     ;;
   worker_killed)
     up --jobs=2
-    # Job 1 twice as long as job 2: the kill comes once both have made
-    # progress, and job 1 must still be running then (at 6x it finished first
-    # once the RTO stopped firing spuriously, and at 20x once in 4 clean runs
-    # on 2026-12-02 while job 2's last worker was still starting).
-    for r in 0 1 2 3; do start_worker 1 "$r" --iterations=$((iterations * 40)); done
-    for r in 0 1 2 3; do start_worker 2 "$r" --iterations=$((iterations * 20)); done
-    wait_progress 2 3
-    wait_progress 1 0
+    # Overlap by construction, not by durations (a race on 2026-12-02: job 1
+    # finished while job 2's last worker was still starting): every worker of
+    # both jobs stops itself half-way; worker 3 of job 2 is killed while
+    # stopped; job 2's survivors resume, and their next gradients wait in the
+    # switches for a worker that is gone; then job 1 runs its second half
+    # beside them.
+    for r in 0 1 2 3; do
+      start_worker 1 "$r" --iterations=$((2 * iterations)) --pause_after_iteration="$iterations"
+      start_worker 2 "$r" --iterations=$((2 * iterations)) --pause_after_iteration="$iterations"
+    done
+    for j in 1 2; do for r in 0 1 2 3; do wait_paused "$j" "$r"; done; done
     kill -KILL "$(cat "$out/w2_3.pid")"
     wait "$(cat "$out/w2_3.pid")" 2>/dev/null || true
-    note "worker 3 of job 2 killed mid-job"
-    for r in 0 1 2 3; do
-      kill -0 "$(cat "$out/w1_$r.pid")" 2>/dev/null || fail "job 1 finished before the kill: no overlap"
-    done
+    note "worker 3 of job 2 killed mid-job (every worker paused after $iterations of $((2 * iterations)) iterations)"
+    for r in 0 1 2; do kill -CONT "$(cat "$out/w2_$r.pid")"; done
+    for r in 0 1 2 3; do kill -CONT "$(cat "$out/w1_$r.pid")"; done
     for r in 0 1 2 3; do wait_worker 1 "$r"; done
     note "job 1 exact"
     # Job 2 cannot finish: stop its other workers, then no traffic is left.
