@@ -14,6 +14,7 @@
 #include "lib/protocol/replay_message.h"
 #include "lib/protocol/status_message.h"
 #include "lib/wire/control_message.h"
+#include "lib/wire/frame_checks.h"
 
 namespace atp::runtime {
 namespace {
@@ -210,7 +211,9 @@ bool WorkerIoLoop::Receive(TimePoint now) {
     for (size_t i = 0; i < n; ++i) {
       if (i + kPrefetchAhead < n) PrefetchFrame(rx_frames_[i + kPrefetchAhead].data);
       const std::span<const uint8_t> frame = rx_frames_[i].bytes();
-      if (wire::ValidateFrame(frame, config_.base_port) != wire::DecodeError::kOk) {
+      // Validated and its header decoded from one read of the header words.
+      wire::AtpHeader header;
+      if (!wire::internal::ValidFrameHeader(frame, config_.base_port, &header)) [[unlikely]] {
         ++decode_errors_;
         continue;
       }
@@ -219,8 +222,6 @@ bool WorkerIoLoop::Receive(TimePoint now) {
         continue;
       }
       stall_.OnFrameFromPs(now);
-      const wire::AtpHeader header =
-          wire::DecodeHeader(frame.subspan<wire::kAtpOffset, wire::kAtpHeaderBytes>());
       if (wire::IsControl(header)) {
         OnControl(frame, now);
         continue;

@@ -235,21 +235,21 @@ enum class ExponentCheck {
   kPerLane,
 };
 
-// ReciprocalIsSafe: per 64-bit lane, all-ones where float(r) is certainly
+// ReciprocalIsUnsafe: per 64-bit lane, all-ones unless float(r) is certainly
 // float(x) for r = q * (1 / scale).
 template <ExponentCheck kCheck>
-ATP_TARGET_AVX2 inline __m256i ReciprocalIsSafe(__m256d r) {
+ATP_TARGET_AVX2 inline __m256i ReciprocalIsUnsafe(__m256d r) {
   const __m256i bits = _mm256_castpd_si256(r);
   if constexpr (kCheck == ExponentCheck::kNone) {
-    return _mm256_xor_si256(NearMidpoint(bits), _mm256_set1_epi64x(-1));
+    return NearMidpoint(bits);
   } else {
     const __m256i exponent =
         _mm256_and_si256(_mm256_srli_epi64(bits, 52), _mm256_set1_epi64x(0x7FF));
-    const __m256i in_range =
-        _mm256_andnot_si256(_mm256_cmpgt_epi64(_mm256_set1_epi64x(kMinExponent), exponent),
-                            _mm256_cmpgt_epi64(_mm256_set1_epi64x(kMaxExponent + 1), exponent));
+    const __m256i out_of_range =
+        _mm256_or_si256(_mm256_cmpgt_epi64(_mm256_set1_epi64x(kMinExponent), exponent),
+                        _mm256_cmpgt_epi64(exponent, _mm256_set1_epi64x(kMaxExponent)));
     const __m256i zero = _mm256_cmpeq_epi64(bits, _mm256_setzero_si256());
-    return _mm256_or_si256(zero, _mm256_andnot_si256(NearMidpoint(bits), in_range));
+    return _mm256_andnot_si256(zero, _mm256_or_si256(NearMidpoint(bits), out_of_range));
   }
 }
 
@@ -259,9 +259,9 @@ template <ExponentCheck kCheck>
 ATP_TARGET_AVX2 inline bool Dequantize8ByReciprocal(__m256i q, __m256d inverse, __m256* out) {
   const __m256d lo = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(q)), inverse);
   const __m256d hi = _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(q, 1)), inverse);
-  const __m256i safe =
-      _mm256_and_si256(ReciprocalIsSafe<kCheck>(lo), ReciprocalIsSafe<kCheck>(hi));
-  if (_mm256_movemask_epi8(safe) != -1) return false;
+  const __m256i unsafe =
+      _mm256_or_si256(ReciprocalIsUnsafe<kCheck>(lo), ReciprocalIsUnsafe<kCheck>(hi));
+  if (!_mm256_testz_si256(unsafe, unsafe)) return false;
   *out = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
   return true;
 }
