@@ -8,7 +8,8 @@
 //   StepResult r = loop->Step(MonotonicNow());    // the I/O thread, over and over
 //
 // Step is one iteration: take submitted pieces (Enqueue), receive up to a few
-// bursts (wire::ValidateFrame, then the source check: only the queue's PS;
+// bursts (wire::ValidateFrame's checks, the header decoded from the same
+// read, then the source check: only the queue's PS;
 // rejects counted; OnParameterPacket dequantizes
 // straight from the frame into the output), finish completed pieces
 // (averaging, OpState::PieceDone), then send what the engine wants, and

@@ -2,9 +2,10 @@
 // ATP-SPEC section 2 and atp/wire.h define (the first failure is reported),
 // and fast, inline, for the per-packet path (scalar, AVX2 and AVX-512 forms:
 // masked compares of the fixed header bytes, the checksum without folding,
-// the header rules on raw words). Private to lib/wire and its forwarding
-// elements (the switch pipeline), and visible to tests and the fuzzer, which
-// prove that they all agree on every input.
+// the header rules on raw words). Private to lib/wire, its forwarding
+// elements (the switch pipeline) and the hosts' receive paths
+// (ValidFrameHeader), and visible to tests and the fuzzer, which prove that
+// they all agree on every input.
 //
 //   if (frame.size() == kFrameBytes && internal::FrameChecksPass(frame.data(), base_port)) {
 //     ... the frame is valid: ValidateFrame(frame, base_port) == kOk ...
@@ -129,14 +130,38 @@ struct HeaderWords {
   uint8_t job() const { return static_cast<uint8_t>(job_seq >> kJobShift); }
 };
 
-// LoadHeaderWords: the header words of the frame at `frame` (reads bytes 42..57).
-inline HeaderWords LoadHeaderWords(const uint8_t* frame) {
-  const auto big32 = [frame](size_t at) { return LoadBig32(frame + kAtpOffset + at); };
+// LoadHeaderWordsAt: the header words of the 16 ATP header bytes at `header`.
+inline HeaderWords LoadHeaderWordsAt(const uint8_t* header) {
+  const auto big32 = [header](size_t at) { return LoadBig32(header + at); };
   static_assert(kFanFlagsOffset + 2 == kAggregatorOffset, "one word holds both");
   const uint32_t fan_flags_aggregator = big32(kFanFlagsOffset);
   return {big32(kJobSeqOffset), big32(kBitmap0Offset), big32(kBitmap1Offset),
           static_cast<uint16_t>(fan_flags_aggregator >> 16),
           static_cast<uint16_t>(fan_flags_aggregator)};
+}
+
+// LoadHeaderWords: the header words of the frame at `frame` (reads bytes 42..57).
+inline HeaderWords LoadHeaderWords(const uint8_t* frame) {
+  return LoadHeaderWordsAt(frame + kAtpOffset);
+}
+
+// HeaderFromWords: the AtpHeader the words hold (DecodeHeader's one home).
+inline AtpHeader HeaderFromWords(const HeaderWords& w) {
+  AtpHeader h;
+  h.job = w.job();
+  h.seq = w.job_seq & kSeqMask;
+  h.bitmap0 = w.bitmap0;
+  h.bitmap1 = w.bitmap1;
+  h.fan_in0 = static_cast<uint8_t>(((w.fan_flags >> kFanIn0Shift) & kFanInFieldMask) + 1);
+  h.fan_in1 = static_cast<uint8_t>(((w.fan_flags >> kFanIn1Shift) & kFanInFieldMask) + 1);
+  h.edge = (w.fan_flags & kEdgeBit) != 0;
+  h.resend = (w.fan_flags & kResendBit) != 0;
+  h.collision = (w.fan_flags & kCollisionBit) != 0;
+  h.ecn = (w.fan_flags & kEcnBit) != 0;
+  h.ack = (w.fan_flags & kAckBit) != 0;
+  h.fp = (w.fan_flags & kFpBit) != 0;
+  h.aggregator = w.aggregator;
+  return h;
 }
 
 // Ipv4ChecksumPasses: Ipv4ChecksumVerifies(frame + kIpv4Offset) for a frame
@@ -186,6 +211,19 @@ inline bool FrameChecksPass(const uint8_t* frame, uint16_t base_port, const Head
 // FrameChecksPass: the same, reading the header words itself.
 inline bool FrameChecksPass(const uint8_t* frame, uint16_t base_port) {
   return FrameChecksPass(frame, base_port, LoadHeaderWords(frame));
+}
+
+// ValidFrameHeader: ValidateFrame(frame, base_port) == kOk, and then *header
+// = DecodeHeader of its ATP header, from one read of the header words: for a
+// host's receive path, which needs both for every frame. On false, *header
+// is untouched (ValidateFrame says why).
+inline bool ValidFrameHeader(std::span<const uint8_t> frame, uint16_t base_port,
+                             AtpHeader* header) {
+  if (frame.size() != kFrameBytes) return false;
+  const HeaderWords words = LoadHeaderWords(frame.data());
+  if (!FrameChecksPass(frame.data(), base_port, words)) return false;
+  *header = HeaderFromWords(words);
+  return true;
 }
 
 #if defined(__x86_64__)

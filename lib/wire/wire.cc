@@ -9,6 +9,7 @@
 
 #include "atp/wire.h"
 #include "lib/wire/byte_order.h"
+#include "lib/wire/frame_checks.h"
 #include "lib/wire/header_layout.h"
 
 namespace atp::wire {
@@ -106,24 +107,7 @@ void EncodeHeader(const AtpHeader& header, std::span<uint8_t, kAtpHeaderBytes> o
 }
 
 AtpHeader DecodeHeader(std::span<const uint8_t, kAtpHeaderBytes> in) {
-  const uint8_t* p = in.data();
-  const uint32_t job_seq = LoadBig32(p + kJobSeqOffset);
-  const uint16_t fan_flags = LoadBig16(p + kFanFlagsOffset);
-  AtpHeader h;
-  h.job = static_cast<uint8_t>(job_seq >> kJobShift);
-  h.seq = job_seq & kSeqMask;
-  h.bitmap0 = LoadBig32(p + kBitmap0Offset);
-  h.bitmap1 = LoadBig32(p + kBitmap1Offset);
-  h.fan_in0 = static_cast<uint8_t>(((fan_flags >> kFanIn0Shift) & kFanInFieldMask) + 1);
-  h.fan_in1 = static_cast<uint8_t>(((fan_flags >> kFanIn1Shift) & kFanInFieldMask) + 1);
-  h.edge = (fan_flags & kEdgeBit) != 0;
-  h.resend = (fan_flags & kResendBit) != 0;
-  h.collision = (fan_flags & kCollisionBit) != 0;
-  h.ecn = (fan_flags & kEcnBit) != 0;
-  h.ack = (fan_flags & kAckBit) != 0;
-  h.fp = (fan_flags & kFpBit) != 0;
-  h.aggregator = LoadBig16(p + kAggregatorOffset);
-  return h;
+  return internal::HeaderFromWords(internal::LoadHeaderWordsAt(in.data()));
 }
 
 void EncodePayload(const Payload& payload, std::span<uint8_t, kPayloadBytes> out) {

@@ -1,5 +1,7 @@
 #include "lib/worker/timer_jitter.h"
 
+#include <cstdint>
+
 namespace atp::worker {
 namespace {
 
@@ -10,6 +12,10 @@ uint64_t SplitMix64(uint64_t& state) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+// kNarrowMaxNanoseconds: the largest rto whose product with a fraction
+// (below 10^6 millionths) fits in int64.
+constexpr int64_t kNarrowMaxNanoseconds = INT64_MAX / 1000000;
 
 }  // namespace
 
@@ -38,6 +44,14 @@ TimeDelta TimerJitter::Spread(TimeDelta span) {
 
 TimeDelta TimerJitter::Stretch(TimeDelta rto) const {
   if (rto.IsInfinite()) return rto;
+  // Every RTO the engine has (up to about 2.5 hours) times 10^6 fits in 64
+  // bits, where the division by the constant 10^6 is a multiply; the
+  // engine stretches a timer with every parameter packet, and a 128-bit
+  // division is a library call. Both give the same quotient.
+  const int64_t ns = rto.ToNanoseconds();
+  if (ns >= 0 && ns <= kNarrowMaxNanoseconds) {
+    return rto + TimeDelta::FromNanoseconds(ns * int64_t{fraction_millionths_} / 1000000);
+  }
   // 128 bits: any finite rto times 10^6 fits.
   __extension__ using Wide = __int128;
   const Wide extra = static_cast<Wide>(rto.ToNanoseconds()) * fraction_millionths_ / 1000000;

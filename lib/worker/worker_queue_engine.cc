@@ -338,8 +338,14 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
     SendResend(slot, cause, out, n++);
     SkipRecoveredPositions();
   }
+  // The operation holding next_send_, looked up again only when next_send_
+  // leaves it (nothing pops ops_ during this call).
+  Operation* send_op = nullptr;
   while (n < out.capacity && MaySendNew()) {
-    Operation& op = OperationForNextSend();
+    if (send_op == nullptr || send_op->end_position() <= next_send_) {
+      send_op = &OperationForNextSend();
+    }
+    Operation& op = *send_op;
     Slot& slot = SlotOf(next_send_);
     HeldResult* held =
         held_results_.empty() ? nullptr : &held_results_[next_send_ % held_results_.size()];

@@ -135,7 +135,8 @@ TEST(WireProperty, FastValidationAgreesWithTheReferenceOnEveryHeaderByteValue) {
   // (internal::FrameChecksPass, behind ValidateFrame) accept exactly what the
   // check-by-check reference accepts, and report the same first failure. The
   // AVX2 and AVX-512 forms of the fast checks (used by the switch pipeline's
-  // vector datapaths) agree too, where the CPU has them.
+  // vector datapaths) agree too, where the CPU has them, and so does the
+  // hosts' ValidFrameHeader, whose header is DecodeHeader's.
   Rng rng(8);
   for (int i = 0; i < 12; ++i) {
     const uint16_t base_port =
@@ -156,6 +157,15 @@ TEST(WireProperty, FastValidationAgreesWithTheReferenceOnEveryHeaderByteValue) {
         const internal::HeaderWords h = internal::LoadHeaderWords(frame.data());
         ASSERT_EQ(internal::FrameChecksPass(frame.data(), base_port), ok)
             << "byte " << at << " = " << value;
+        // The hosts' one-read form: the same verdict, and DecodeHeader's header.
+        AtpHeader header;
+        ASSERT_EQ(internal::ValidFrameHeader(frame, base_port, &header), ok)
+            << "byte " << at << " = " << value;
+        if (ok) {
+          ASSERT_EQ(header, DecodeHeader(std::span<const uint8_t, kFrameBytes>(frame)
+                                             .subspan<kAtpOffset, kAtpHeaderBytes>()))
+              << "byte " << at << " = " << value;
+        }
 #if defined(__x86_64__)
         if (__builtin_cpu_supports("avx2")) {
           ASSERT_EQ(internal::FrameChecksPassAvx2(frame.data(), base_port, h), ok)
