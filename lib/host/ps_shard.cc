@@ -82,6 +82,9 @@ void PsShard::OnMessage(const wire::AtpMessage& message, TimePoint now, FrameSin
   } else {
     engine_.OnGradient(message, now, encoder_);
     if (engine_.has_out_of_window()) RequestJoins(now);
+    if (!Synchronized(message.header.job, message.header.queue())) [[unlikely]] {
+      RequestJoin(message.header.job, message.header.queue(), now);
+    }
     if (queues_replaying_ > 0) [[unlikely]] OnGradientWhileReplaying(message.header, now);
   }
   encoder_.out = nullptr;
@@ -138,14 +141,25 @@ void PsShard::RequestJoins(TimePoint now) {
   out_of_window_.clear();
   engine_.TakeOutOfWindow(out_of_window_);
   for (const ps::PsEngine::OutOfWindow& lost : out_of_window_) {
-    JobControl& control = Control(lost.job);
-    if (now < control.next_join_request[lost.queue]) continue;
-    control.next_join_request[lost.queue] = now + kJoinRequestInterval;
-    protocol::StatusBody status;
-    status.kind = protocol::StatusKind::kJoinRequest;
-    SendStatus(lost.job, lost.queue, status);
-    ++join_requests_sent_;
+    RequestJoin(lost.job, lost.queue, now);
   }
+}
+
+void PsShard::RequestJoin(uint8_t job, uint32_t queue, TimePoint now) {
+  if (engine_.job_layout(job) == nullptr || !engine_.ServesQueue(queue)) return;
+  JobControl& control = Control(job);
+  if (now < control.next_join_request[queue]) return;
+  control.next_join_request[queue] = now + kJoinRequestInterval;
+  protocol::StatusBody status;
+  status.kind = protocol::StatusKind::kJoinRequest;
+  SendStatus(job, queue, status);
+  ++join_requests_sent_;
+}
+
+bool PsShard::Synchronized(uint8_t job, uint32_t queue) const {
+  const JobControl* control = control_[job].get();
+  return control != nullptr && engine_.ServesQueue(queue) &&
+         control->tracker.Synchronized(engine_.served_index(queue));
 }
 
 std::optional<int> PsShard::SenderOf(const wire::AtpMessage& message,
@@ -295,7 +309,10 @@ void PsShard::Rebuild(uint8_t job, uint32_t queue, const ps::RebuildDecision& de
       "parameter server: job {} queue {}: {} from the workers' joins: {} slot(s) now wait from "
       "position {}{}",
       job, queue,
-      decision.mode == ps::RebuildMode::kNewRun ? "new run" : "rebuilt after a restart", changed,
+      decision.mode == ps::RebuildMode::kNewRun   ? "new run"
+      : decision.mode == ps::RebuildMode::kResync ? "rebuilt from the run's new joins"
+                                                  : "rebuilt after a restart",
+      changed,
       decision.lowest,
       to_replay == 0 && plan.acked_by_all.empty()
           ? std::string()
@@ -398,6 +415,10 @@ size_t PsShard::ReportWaiting(TimePoint now, FrameSink& sink) {
     status.position = report.position;
     status.workers = report.missing;
     SendStatus(report.job, report.queue, status);
+    // A result of a dead PS that reached a worker after its join is in no
+    // plan: that worker never resends the fragment. Fresh joins say who has
+    // it (RunTracker's kResync), and it is replayed.
+    RequestJoin(report.job, report.queue, now);
   }
   encoder_.out = nullptr;
   return waiting_.size();

@@ -14,10 +14,12 @@
 // LogAbandoned logs the partial state the orphan scan released.
 //
 // Runs and restarts (docs/protocol.md "Failures, runs and restarts"): a
-// gradient outside the window (stale or ahead) makes the shard ask the job's
-// workers to join that queue (kStatus kJoinRequest, at most once per
-// kJoinRequestInterval per job and queue); each kJoin is checked against the
-// job (slots and layout against the PS's own, io_threads and scale against
+// gradient outside the window (stale or ahead), a gradient on a queue not
+// every worker has joined since this PS started, and a waiting report
+// (ReportWaiting) make the shard ask the job's workers to join that queue
+// (kStatus kJoinRequest, at most once per kJoinRequestInterval per job and
+// queue); each kJoin is checked against the job (slots and layout against
+// the PS's own, io_threads and scale against
 // the first worker that joined: a difference is multicast as kMismatch), and
 // fed to the job's RunTracker, whose decision rebuilds the queue's window
 // (PsEngine::RebuildQueue) as its RecoveryPlan says (lib/ps/recovery_plan.h).
@@ -101,7 +103,8 @@ class PsShard {
   // ReportWaiting: at most once per PsConfig::waiting_report_interval (call it
   // often; it returns at once in between): a kStatus "waiting for workers"
   // to every job and queue whose oldest incomplete fragment is older than
-  // that interval. Returns how many it sent.
+  // that interval, and a join request on it (RequestJoin). Returns how many
+  // reports it sent.
   size_t ReportWaiting(TimePoint now, FrameSink& sink);
 
   // LogAbandoned: logs (warning) what the orphan scan released since the last
@@ -179,6 +182,12 @@ class PsShard {
   // RequestJoins: a join request for each job and queue that saw gradients
   // outside the window, rate-limited.
   void RequestJoins(TimePoint now);
+  // RequestJoin: a join request on `job`'s `queue` unless one went less than
+  // kJoinRequestInterval ago (nothing for a job or queue not served here).
+  void RequestJoin(uint8_t job, uint32_t queue, TimePoint now);
+  // Synchronized: every worker of `job` joined `queue` at least once since
+  // this PS started (RunTracker::Synchronized).
+  bool Synchronized(uint8_t job, uint32_t queue) const;
   // SendStatus: multicasts `status` to `job`'s workers on `queue` (encoder_.out set).
   void SendStatus(uint8_t job, uint32_t queue, const protocol::StatusBody& status);
 
