@@ -206,6 +206,35 @@ TEST(RestartTest, AResultOnlySomeWorkersGotIsReplayedByOneThatGotIt) {
   EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
 }
 
+TEST(RestartTest, ARestartWithinTheFirstWindowAsksForJoinsAndReplays) {
+  // A fresh job's first operation, smaller than a window: every position in
+  // flight lies in the first `slots` (64) of each queue, so the restarted PS
+  // receives no gradient outside its window. It asks for joins because no
+  // worker joined the queue since it started. Worker 2 loses every result
+  // of the dead PS; the others got them, and only a replay completes worker 2.
+  // No waiting reports: their join requests would rescue the queue too, a
+  // second later.
+  LocalJob job = Job(3);
+  job.ps_waiting_report_interval = absl::InfiniteDuration();
+  auto cluster = testing::StartCluster(job);
+  ASSERT_NE(cluster, nullptr);
+  ResultFaults faults(*cluster, /*job_id=*/4);
+  faults.Drop([](ResultFaults&) {
+    return [](int worker, uint32_t, uint32_t) { return worker == 2; };
+  });
+  // 60 fragments over the two queues.
+  ExpectExactRound(*cluster, /*ops=*/1, /*size=*/62 * 60, /*seed=*/71, [&] {
+    ASSERT_TRUE(Eventually(kDeadline, [&] {
+      return faults.SomeoneAheadOf(2, /*queue=*/0) || faults.SomeoneAheadOf(2, /*queue=*/1);
+    }));
+    ASSERT_TRUE(cluster->RestartParameterServer(0, 0, [&] { faults.DeliverAll(); }).ok());
+  });
+  EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
+    return s.join_requests > 0 && s.rebuilds > 0 && s.replays > 0 && s.stale + s.ahead == 0;
+  }));
+  EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
+}
+
 TEST(RestartTest, AResultAcknowledgedAfterAnUnacknowledgedOneIsRecovered) {
   // On queue 0, position p's result reaches nobody and p + 1's reaches
   // workers 0 and 1 only; later ones reach everyone. Every worker's lowest
