@@ -107,7 +107,7 @@ void PsShard::OnControl(const wire::AtpMessage& message, TimePoint now, FrameSin
       OnReplay(message, control);
       return;
     case wire::ControlType::kOpBegin:
-      OnOpBegin(message, control);
+      OnOpBegin(message, control, now);
       return;
     case wire::ControlType::kStatus:
       ++control_rejected_;  // PS-to-worker only: DecodeControl refuses it without ack
@@ -176,7 +176,8 @@ std::optional<int> PsShard::SenderOf(const wire::AtpMessage& message,
   return static_cast<int>(control.sender);
 }
 
-void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control) {
+void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control,
+                        TimePoint now) {
   const std::optional<int> worker = SenderOf(message, control);
   protocol::OpBeginBody body;
   if (!worker.has_value() || !protocol::DecodeOpBegin(control, &body)) {
@@ -186,6 +187,10 @@ void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMess
   ++control_received_;
   const uint8_t job = message.header.job;
   const uint32_t queue = message.header.queue();
+  // A restarted PS whose workers' operations are all complete but for this
+  // confirmation receives no gradient: the joins' answers declare again the
+  // pieces it never saw (WorkerIoLoop::RedeclarePieces).
+  if (!Synchronized(job, queue)) RequestJoin(job, queue, now);
   JobControl& state = Control(job);
   const ps::OpLedger::Outcome outcome =
       state.ledger.OnOpBegin(engine_.served_index(queue), *worker, control.incarnation, body);

@@ -14,8 +14,9 @@
 // LogAbandoned logs the partial state the orphan scan released.
 //
 // Runs and restarts (docs/protocol.md "Failures, runs and restarts"): a
-// gradient outside the window (stale or ahead), a gradient on a queue not
-// every worker has joined since this PS started, and a waiting report
+// gradient outside the window (stale or ahead), a gradient or kOpBegin on a
+// queue not every worker has joined since this PS started, and a waiting
+// report
 // (ReportWaiting) make the shard ask the job's workers to join that queue
 // (kStatus kJoinRequest, at most once per kJoinRequestInterval per job and
 // queue); each kJoin is checked against the job (slots and layout against
@@ -162,7 +163,8 @@ class PsShard {
   void OnControl(const wire::AtpMessage& message, TimePoint now, FrameSink& sink);
   void OnJoin(const wire::AtpMessage& message, const wire::ControlMessage& control,
               TimePoint now);
-  void OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control);
+  void OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control,
+                 TimePoint now);
   void OnReplay(const wire::AtpMessage& message, const wire::ControlMessage& control);
   // Rebuild: applies a RunTracker decision to `job`'s `queue`.
   void Rebuild(uint8_t job, uint32_t queue, const ps::RebuildDecision& decision);

@@ -235,6 +235,46 @@ TEST(RestartTest, ARestartWithinTheFirstWindowAsksForJoinsAndReplays) {
   EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
 }
 
+TEST(RestartTest, AConfirmationOnlySomeWorkersGotIsGivenAgain) {
+  // The dead PS confirmed the operation's pieces (kOpBegin) to workers 0 and
+  // 1 only. They never declare them again by themselves; worker 2 does, once
+  // per retransmission timeout, and delivers nothing until confirmed. Asked
+  // to join, every worker declares its recent pieces again, and the
+  // restarted PS confirms them to everyone.
+  auto cluster = testing::StartCluster(Job(3));
+  ASSERT_NE(cluster, nullptr);
+  std::vector<uint32_t> ips;
+  for (int w = 0; w < 3; ++w) ips.push_back(LocalCluster::WorkerIp(4, 0, w).value);
+  std::mutex mu;
+  bool drop = true;                   // under mu
+  std::array<int, 3> controls = {};  // under mu: PS control frames delivered, per worker
+  cluster->fabric()->SetDeliveryFilter([&](wire::Ipv4Address to, const wire::AtpHeader& h) {
+    const auto at = std::find(ips.begin(), ips.end(), to.value);
+    if (!wire::IsControl(h) || at == ips.end()) return true;
+    const auto worker = static_cast<size_t>(at - ips.begin());
+    std::lock_guard<std::mutex> lock(mu);
+    if (drop && worker == 2) return false;
+    ++controls[worker];
+    return true;
+  });
+  ExpectExactRound(*cluster, /*ops=*/1, /*size=*/62 * 60, /*seed=*/83, [&] {
+    // Both queues' confirmations reached workers 0 and 1.
+    ASSERT_TRUE(Eventually(kDeadline, [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      return controls[0] >= 2 && controls[1] >= 2;
+    }));
+    ASSERT_TRUE(cluster->RestartParameterServer(0, 0, [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      drop = false;
+    }).ok());
+  });
+  EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
+    return s.join_requests > 0 && s.operations_confirmed > 0;
+  }));
+  EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
+  cluster->fabric()->SetDeliveryFilter(nullptr);  // before mu and ips go
+}
+
 TEST(RestartTest, AResultAcknowledgedAfterAnUnacknowledgedOneIsRecovered) {
   // On queue 0, position p's result reaches nobody and p + 1's reaches
   // workers 0 and 1 only; later ones reach everyone. Every worker's lowest
