@@ -156,11 +156,6 @@ void PsShard::RequestJoin(uint8_t job, uint32_t queue, TimePoint now) {
   ++join_requests_sent_;
 }
 
-bool PsShard::Synchronized(uint8_t job, uint32_t queue) const {
-  const JobControl* control = control_[job].get();
-  return control != nullptr && engine_.ServesQueue(queue) &&
-         control->tracker.Synchronized(engine_.served_index(queue));
-}
 
 std::optional<int> PsShard::SenderOf(const wire::AtpMessage& message,
                                      const wire::ControlMessage& control) const {
@@ -287,6 +282,7 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
   const std::optional<ps::RebuildDecision> decision =
       state.tracker.OnJoin(engine_.served_index(queue), worker, control.incarnation, join);
   if (!decision.has_value()) return;
+  synchronized_queues_[job] |= uint16_t{1} << queue;
   if (decision->mode == ps::RebuildMode::kNewRun) {
     // A new run may use new values: its first joiner sets them again.
     state.io_threads = join.io_threads;

@@ -187,9 +187,11 @@ class PsShard {
   // RequestJoin: a join request on `job`'s `queue` unless one went less than
   // kJoinRequestInterval ago (nothing for a job or queue not served here).
   void RequestJoin(uint8_t job, uint32_t queue, TimePoint now);
-  // Synchronized: every worker of `job` joined `queue` at least once since
-  // this PS started (RunTracker::Synchronized).
-  bool Synchronized(uint8_t job, uint32_t queue) const;
+  // Synchronized: `job`'s `queue` was rebuilt from its workers' joins at
+  // least once since this PS started (every worker joined it).
+  bool Synchronized(uint8_t job, uint32_t queue) const {
+    return (synchronized_queues_[job] >> (queue & (wire::kMaxQueues - 1)) & 1u) != 0;
+  }
   // SendStatus: multicasts `status` to `job`'s workers on `queue` (encoder_.out set).
   void SendStatus(uint8_t job, uint32_t queue, const protocol::StatusBody& status);
 
@@ -231,6 +233,9 @@ class PsShard {
   std::vector<ps::AbandonReport> abandoned_;  // scratch
   std::vector<ps::PsEngine::OutOfWindow> out_of_window_;  // scratch
   std::array<std::unique_ptr<JobControl>, wire::kMaxJobId + 1> control_;  // by job id
+  // By job id: bit q = queue q had a RunTracker decision (Synchronized; a
+  // bit mask, as every gradient reads it).
+  std::array<uint16_t, wire::kMaxJobId + 1> synchronized_queues_{};
   uint64_t join_requests_sent_ = 0;
   uint64_t replay_requests_sent_ = 0;
   size_t queues_replaying_ = 0;  // (job, queue) pairs with replays outstanding

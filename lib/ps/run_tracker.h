@@ -62,12 +62,6 @@ class RunTracker {
   // `incarnation` (it belongs to the run the PS last heard from).
   bool Joined(uint32_t queue_index, int worker, uint64_t incarnation) const;
 
-  // Synchronized: a decision was taken on served queue `queue_index` since
-  // the tracker was created (every worker joined it at least once).
-  bool Synchronized(uint32_t queue_index) const {
-    return queue_index < queues_.size() && queues_[queue_index].any_synced;
-  }
-
  private:
   struct Join {
     uint64_t incarnation = 0;

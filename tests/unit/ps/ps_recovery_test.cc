@@ -52,13 +52,11 @@ RebuildDecision Decide(std::vector<JoinBody> joins) {
 // (kResync), a new run (kNewRun), a worker restarted alone (none).
 TEST(RunTrackerTest, DecidesOnceEveryWorkerJoinedByWhatItSynchronizedBefore) {
   RunTracker tracker(/*workers=*/2, /*served_queues=*/1);
-  EXPECT_FALSE(tracker.Synchronized(0));
   EXPECT_FALSE(tracker.OnJoin(0, 0, /*incarnation=*/11, Join(5)).has_value());
   std::optional<RebuildDecision> d = tracker.OnJoin(0, 1, 12, Join(7));
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->mode, RebuildMode::kFreshPs);
   EXPECT_EQ(d->lowest, 5u);
-  EXPECT_TRUE(tracker.Synchronized(0));
   // The same run joins again (asked after a stall): re-planned, forward only.
   EXPECT_FALSE(tracker.OnJoin(0, 1, 12, Join(9)).has_value());
   d = tracker.OnJoin(0, 0, 11, Join(8));
