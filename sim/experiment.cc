@@ -169,7 +169,7 @@ ExperimentResult Experiment::Run() {
                          config_.workload.iterations / seconds / 1e9;
       }
     }
-    r.frames_into_ps = job.ps->statistics().frames_received;
+    r.frames_into_ps = job.ps->statistics().gradients;
     r.ps_param_sent = job.ps->engine().counters().param_sent;
     r.collisions = job.ps->engine().counters().collisions_rehashed;
     r.overflows = job.ps->engine().counters().overflows;

@@ -71,7 +71,7 @@ struct JobResult {
   bool completed = false;
   TimeDelta completion_time;     // start to the last worker's last result
   double goodput_gbps = 0.0;     // tensor bits x iterations / completion time (per worker)
-  uint64_t frames_into_ps = 0;   // frames that reached the job's PS host
+  uint64_t frames_into_ps = 0;   // gradient frames that reached the job's PS (not control)
   uint64_t ps_param_sent = 0;    // parameter packets the PS multicast
   uint64_t retransmissions = 0;  // worker resends (loss + timeout + overflow), all workers
   uint64_t timeouts = 0;         // retransmission timeouts, all workers

@@ -47,6 +47,11 @@ absl::StatusOr<std::unique_ptr<WorkerNode>> WorkerNode::Create(std::string name,
   loop_config.base_port = config.base_port;
   loop_config.max_burst = config.burst;
   loop_config.total_workers = config.engine.shape.total_workers();
+  // Joins at start as a Worker does (the PS asks for joins on a queue until
+  // every worker joined it). Each simulated worker is one run: a fixed
+  // nonzero incarnation, so that runs stay repeatable.
+  loop_config.join_at_start = true;
+  loop_config.incarnation = (uint64_t{config.ip} << 32) | 1;
   for (uint32_t q = 0; q < config.queues; ++q) {
     node->ports_.push_back(std::make_unique<SimPort>(pool, nullptr, loop_config.self,
                                                      config.base_port, q,

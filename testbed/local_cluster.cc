@@ -158,6 +158,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
       if (job.stall_timeout != absl::InfiniteDuration()) {
         ps.waiting_report_interval = std::min(absl::Seconds(1), job.stall_timeout / 4);
       }
+      if (spec.ps_waiting_report_interval.has_value()) {
+        ps.waiting_report_interval = *spec.ps_waiting_report_interval;
+      }
       out.server_options.push_back(ps);
       ATP_ASSIGN_OR_RETURN(std::unique_ptr<ParameterServer> server,
                            ParameterServer::Start(std::move(ps), *out.ps_devices[k]));

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -45,6 +46,9 @@ struct LocalJob {
   // The PS's orphan timeout (ParameterServerOptions::orphan_timeout); its
   // waiting_report_interval is a quarter of job.stall_timeout, at most 1 s.
   absl::Duration ps_orphan_timeout = absl::Seconds(2);
+  // ps_waiting_report_interval: if set, the PS's waiting_report_interval
+  // instead (infinite: no waiting reports, nor the join requests they bring).
+  std::optional<absl::Duration> ps_waiting_report_interval;
   // start_parameter_servers: false leaves the PS devices without a PS (their
   // frames go nowhere): the workers' parameter servers are unreachable.
   bool start_parameter_servers = true;

@@ -103,6 +103,8 @@ nlohmann::json PsStatsJson(const ParameterServerStats& s) {
           {"status_sent", s.status_sent},
           {"join_requests", s.join_requests},
           {"rebuilds", s.rebuilds},
+          {"replay_requests", s.replay_requests},
+          {"replays", s.replays},
           {"mismatches", s.mismatches},
           {"operations_confirmed", s.operations_confirmed}};
 }

@@ -82,6 +82,9 @@ void PsShard::OnMessage(const wire::AtpMessage& message, TimePoint now, FrameSin
   } else {
     engine_.OnGradient(message, now, encoder_);
     if (engine_.has_out_of_window()) RequestJoins(now);
+    if (!Synchronized(message.header.job, message.header.queue())) [[unlikely]] {
+      RequestJoin(message.header.job, message.header.queue(), now);
+    }
     if (queues_replaying_ > 0) [[unlikely]] OnGradientWhileReplaying(message.header, now);
   }
   encoder_.out = nullptr;
@@ -104,7 +107,7 @@ void PsShard::OnControl(const wire::AtpMessage& message, TimePoint now, FrameSin
       OnReplay(message, control);
       return;
     case wire::ControlType::kOpBegin:
-      OnOpBegin(message, control);
+      OnOpBegin(message, control, now);
       return;
     case wire::ControlType::kStatus:
       ++control_rejected_;  // PS-to-worker only: DecodeControl refuses it without ack
@@ -138,15 +141,21 @@ void PsShard::RequestJoins(TimePoint now) {
   out_of_window_.clear();
   engine_.TakeOutOfWindow(out_of_window_);
   for (const ps::PsEngine::OutOfWindow& lost : out_of_window_) {
-    JobControl& control = Control(lost.job);
-    if (now < control.next_join_request[lost.queue]) continue;
-    control.next_join_request[lost.queue] = now + kJoinRequestInterval;
-    protocol::StatusBody status;
-    status.kind = protocol::StatusKind::kJoinRequest;
-    SendStatus(lost.job, lost.queue, status);
-    ++join_requests_sent_;
+    RequestJoin(lost.job, lost.queue, now);
   }
 }
+
+void PsShard::RequestJoin(uint8_t job, uint32_t queue, TimePoint now) {
+  if (engine_.job_layout(job) == nullptr || !engine_.ServesQueue(queue)) return;
+  JobControl& control = Control(job);
+  if (now < control.next_join_request[queue]) return;
+  control.next_join_request[queue] = now + kJoinRequestInterval;
+  protocol::StatusBody status;
+  status.kind = protocol::StatusKind::kJoinRequest;
+  SendStatus(job, queue, status);
+  ++join_requests_sent_;
+}
+
 
 std::optional<int> PsShard::SenderOf(const wire::AtpMessage& message,
                                      const wire::ControlMessage& control) const {
@@ -162,7 +171,8 @@ std::optional<int> PsShard::SenderOf(const wire::AtpMessage& message,
   return static_cast<int>(control.sender);
 }
 
-void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control) {
+void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control,
+                        TimePoint now) {
   const std::optional<int> worker = SenderOf(message, control);
   protocol::OpBeginBody body;
   if (!worker.has_value() || !protocol::DecodeOpBegin(control, &body)) {
@@ -172,6 +182,10 @@ void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMess
   ++control_received_;
   const uint8_t job = message.header.job;
   const uint32_t queue = message.header.queue();
+  // A restarted PS whose workers' operations are all complete but for this
+  // confirmation receives no gradient: the joins' answers declare again the
+  // pieces it never saw (WorkerIoLoop::RedeclarePieces).
+  if (!Synchronized(job, queue)) RequestJoin(job, queue, now);
   JobControl& state = Control(job);
   const ps::OpLedger::Outcome outcome =
       state.ledger.OnOpBegin(engine_.served_index(queue), *worker, control.incarnation, body);
@@ -268,6 +282,7 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
   const std::optional<ps::RebuildDecision> decision =
       state.tracker.OnJoin(engine_.served_index(queue), worker, control.incarnation, join);
   if (!decision.has_value()) return;
+  synchronized_queues_[job] |= uint16_t{1} << queue;
   if (decision->mode == ps::RebuildMode::kNewRun) {
     // A new run may use new values: its first joiner sets them again.
     state.io_threads = join.io_threads;
@@ -295,7 +310,10 @@ void PsShard::Rebuild(uint8_t job, uint32_t queue, const ps::RebuildDecision& de
       "parameter server: job {} queue {}: {} from the workers' joins: {} slot(s) now wait from "
       "position {}{}",
       job, queue,
-      decision.mode == ps::RebuildMode::kNewRun ? "new run" : "rebuilt after a restart", changed,
+      decision.mode == ps::RebuildMode::kNewRun   ? "new run"
+      : decision.mode == ps::RebuildMode::kResync ? "rebuilt from the run's new joins"
+                                                  : "rebuilt after a restart",
+      changed,
       decision.lowest,
       to_replay == 0 && plan.acked_by_all.empty()
           ? std::string()
@@ -398,6 +416,10 @@ size_t PsShard::ReportWaiting(TimePoint now, FrameSink& sink) {
     status.position = report.position;
     status.workers = report.missing;
     SendStatus(report.job, report.queue, status);
+    // A result of a dead PS that reached a worker after its join is in no
+    // plan: that worker never resends the fragment. Fresh joins say who has
+    // it (RunTracker's kResync), and it is replayed.
+    RequestJoin(report.job, report.queue, now);
   }
   encoder_.out = nullptr;
   return waiting_.size();

@@ -14,10 +14,13 @@
 // LogAbandoned logs the partial state the orphan scan released.
 //
 // Runs and restarts (docs/protocol.md "Failures, runs and restarts"): a
-// gradient outside the window (stale or ahead) makes the shard ask the job's
-// workers to join that queue (kStatus kJoinRequest, at most once per
-// kJoinRequestInterval per job and queue); each kJoin is checked against the
-// job (slots and layout against the PS's own, io_threads and scale against
+// gradient outside the window (stale or ahead), a gradient or kOpBegin on a
+// queue not every worker has joined since this PS started, and a waiting
+// report
+// (ReportWaiting) make the shard ask the job's workers to join that queue
+// (kStatus kJoinRequest, at most once per kJoinRequestInterval per job and
+// queue); each kJoin is checked against the job (slots and layout against
+// the PS's own, io_threads and scale against
 // the first worker that joined: a difference is multicast as kMismatch), and
 // fed to the job's RunTracker, whose decision rebuilds the queue's window
 // (PsEngine::RebuildQueue) as its RecoveryPlan says (lib/ps/recovery_plan.h).
@@ -101,7 +104,8 @@ class PsShard {
   // ReportWaiting: at most once per PsConfig::waiting_report_interval (call it
   // often; it returns at once in between): a kStatus "waiting for workers"
   // to every job and queue whose oldest incomplete fragment is older than
-  // that interval. Returns how many it sent.
+  // that interval, and a join request on it (RequestJoin). Returns how many
+  // reports it sent.
   size_t ReportWaiting(TimePoint now, FrameSink& sink);
 
   // LogAbandoned: logs (warning) what the orphan scan released since the last
@@ -159,7 +163,8 @@ class PsShard {
   void OnControl(const wire::AtpMessage& message, TimePoint now, FrameSink& sink);
   void OnJoin(const wire::AtpMessage& message, const wire::ControlMessage& control,
               TimePoint now);
-  void OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control);
+  void OnOpBegin(const wire::AtpMessage& message, const wire::ControlMessage& control,
+                 TimePoint now);
   void OnReplay(const wire::AtpMessage& message, const wire::ControlMessage& control);
   // Rebuild: applies a RunTracker decision to `job`'s `queue`.
   void Rebuild(uint8_t job, uint32_t queue, const ps::RebuildDecision& decision);
@@ -179,6 +184,14 @@ class PsShard {
   // RequestJoins: a join request for each job and queue that saw gradients
   // outside the window, rate-limited.
   void RequestJoins(TimePoint now);
+  // RequestJoin: a join request on `job`'s `queue` unless one went less than
+  // kJoinRequestInterval ago (nothing for a job or queue not served here).
+  void RequestJoin(uint8_t job, uint32_t queue, TimePoint now);
+  // Synchronized: `job`'s `queue` was rebuilt from its workers' joins at
+  // least once since this PS started (every worker joined it).
+  bool Synchronized(uint8_t job, uint32_t queue) const {
+    return (synchronized_queues_[job] >> (queue & (wire::kMaxQueues - 1)) & 1u) != 0;
+  }
   // SendStatus: multicasts `status` to `job`'s workers on `queue` (encoder_.out set).
   void SendStatus(uint8_t job, uint32_t queue, const protocol::StatusBody& status);
 
@@ -220,6 +233,9 @@ class PsShard {
   std::vector<ps::AbandonReport> abandoned_;  // scratch
   std::vector<ps::PsEngine::OutOfWindow> out_of_window_;  // scratch
   std::array<std::unique_ptr<JobControl>, wire::kMaxJobId + 1> control_;  // by job id
+  // By job id: bit q = queue q had a RunTracker decision (Synchronized; a
+  // bit mask, as every gradient reads it).
+  std::array<uint16_t, wire::kMaxJobId + 1> synchronized_queues_{};
   uint64_t join_requests_sent_ = 0;
   uint64_t replay_requests_sent_ = 0;
   size_t queues_replaying_ = 0;  // (job, queue) pairs with replays outstanding

@@ -193,6 +193,8 @@ bool WorkerIoLoop::TakeSubmitted(TimePoint now) {
       records_.back().confirmed = false;
       if (unconfirmed_.empty()) next_op_begin_resend_ = now + engine_->stats().rto;
       unconfirmed_.push_back(body);
+      declared_.push_back(body);
+      if (declared_.size() > kRedeclaredPieces) declared_.pop_front();
       wire::ControlMessage control;
       protocol::EncodeOpBegin(body, control);
       SendControl(control);
@@ -295,6 +297,7 @@ void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, TimePoint now) {
       return;
     case protocol::StatusKind::kJoinRequest:
       SendJoin();
+      RedeclarePieces();
       return;
     case protocol::StatusKind::kOpConfirmed:
       OnOpConfirmed(status.expected, now);
@@ -557,6 +560,14 @@ void WorkerIoLoop::ResendOpBegins(TimePoint now) {
     SendControl(control);
   }
   next_op_begin_resend_ = now + engine_->stats().rto;
+}
+
+void WorkerIoLoop::RedeclarePieces() {
+  for (const protocol::OpBeginBody& body : declared_) {
+    wire::ControlMessage control;
+    protocol::EncodeOpBegin(body, control);
+    SendControl(control);
+  }
 }
 
 bool WorkerIoLoop::RetryPending() {

@@ -42,7 +42,9 @@
 // answered with a kJoin (the job's configuration and where the queue's
 // stream stands, with the results it holds beyond its lowest unacknowledged
 // position), which the loop also sends once at its first Step if
-// WorkerIoLoopConfig::join_at_start; a replay request naming this worker (or
+// WorkerIoLoopConfig::join_at_start, and with the kOpBegins of its last
+// kRedeclaredPieces pieces (a restarted PS confirms a piece only once every
+// worker declared it to it); a replay request naming this worker (or
 // none) makes it send, a few per Step, the parameter packets it holds of
 // the positions asked (kReplay, two frames each, from the engine's received
 // copies); a mismatch or an unrecoverable restart fails the queue at once.
@@ -214,6 +216,8 @@ class WorkerIoLoop {
   int GlobalIndex() const;
   // ResendOpBegins: the kOpBegins not yet confirmed, once per RTO.
   void ResendOpBegins(TimePoint now);
+  // RedeclarePieces: the kOpBegins of declared_ again (on a join request).
+  void RedeclarePieces();
   // OnOpConfirmed: the PS confirmed piece `piece`.
   void OnOpConfirmed(uint64_t piece, TimePoint now);
   // Deliver: finishes `record` (averaging) into finishing_.
@@ -297,6 +301,12 @@ class WorkerIoLoop {
   bool joined_ = false;            // the first join went out
   uint64_t next_piece_ = 0;        // kOpBegin numbering
   std::deque<protocol::OpBeginBody> unconfirmed_;  // declared, not yet confirmed
+  // The last kRedeclaredPieces declared, confirmed or not: declared again on
+  // a join request, since a restarted PS confirms a piece only once every
+  // worker declared it to it, and a worker whose piece the dead PS confirmed
+  // never declares it again by itself (RedeclarePieces).
+  std::deque<protocol::OpBeginBody> declared_;
+  static constexpr size_t kRedeclaredPieces = 32;
   // Positions [first, end) the PS asked this worker to replay, oldest first
   // (at most kMaxReplayRanges; the PS asks again for what is still missing).
   static constexpr size_t kMaxReplayRanges = 256;

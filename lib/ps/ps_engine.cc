@@ -341,7 +341,7 @@ size_t PsEngine::RebuildQueue(uint8_t job_id, uint32_t queue, uint64_t lowest, R
     const Generation now_is = ClassifyPosition(target, slot.completed_position, slots_);
     if (now_is == Generation::kNext) continue;  // already waiting for it
     if (now_is == Generation::kCompleted && slot.has_completed_packet) continue;
-    if (mode == RebuildMode::kFreshPs && now_is == Generation::kStale) continue;  // PS is past it
+    if (mode != RebuildMode::kNewRun && now_is == Generation::kStale) continue;  // PS is past it
     const size_t flat = j * slots_per_job_ + first + s;
     if (slot.mode != SlotMode::kIdle) --live_slots_;
     ResetLive(slot);

@@ -180,7 +180,7 @@ class PsEngine {
   // one (position + slots) when every worker has the result of that
   // position (`acked_by_all`, ascending; RecoveryPlan): a slot already
   // waiting for its target, or whose stored packet is the position before
-  // it, is kept; with kFreshPs so is a slot the PS completed at or past it;
+  // it, is kept; unless kNewRun so is a slot the PS completed at or past it;
   // any other slot forgets its live state and stored packet and waits for
   // the target. Returns the slots changed. Unknown job or queue: 0.
   size_t RebuildQueue(uint8_t job, uint32_t queue, uint64_t lowest, RebuildMode mode,

@@ -19,15 +19,19 @@ std::optional<RebuildDecision> RunTracker::OnJoin(uint32_t queue_index, int work
   if (worker < 0 || static_cast<size_t>(worker) >= q.joins.size()) return std::nullopt;
   q.joins[static_cast<size_t>(worker)] = Join{incarnation, join, true};
   bool all_new = true;
+  bool all_synced = true;
   for (size_t w = 0; w < q.joins.size(); ++w) {
     if (!q.joins[w].fresh) return std::nullopt;  // wait for everyone
     all_new &= q.joins[w].incarnation != q.synced[w];
+    all_synced &= q.joins[w].incarnation == q.synced[w];
   }
   // Everyone joined: decide, and start over.
   for (Join& j : q.joins) j.fresh = false;
-  if (!all_new) return std::nullopt;
+  if (!all_new && !all_synced) return std::nullopt;
   RebuildDecision decision;
-  decision.mode = q.any_synced ? RebuildMode::kNewRun : RebuildMode::kFreshPs;
+  decision.mode = all_synced     ? RebuildMode::kResync
+                  : q.any_synced ? RebuildMode::kNewRun
+                                 : RebuildMode::kFreshPs;
   decision.lowest = q.joins[0].body.lowest_unacked;
   decision.highest = decision.lowest;
   decision.joins.reserve(q.joins.size());

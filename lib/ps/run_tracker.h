@@ -5,11 +5,15 @@
 // incarnation; its streams start at position 0. The tracker remembers, per
 // served queue, the incarnations the PS last synchronized with and the
 // latest join of every worker. When every worker has joined the queue since
-// the last decision and none of them is of a synchronized incarnation, the
-// queue's generations must be rebuilt from the joins:
+// the last decision, the queue's generations are rebuilt from the joins:
 //   - nothing was synchronized before (a fresh or restarted PS): kFreshPs,
 //     rebuild forward only (the PS keeps what it completed since it started);
-//   - the PS had synchronized other incarnations (a new run): kNewRun, reset.
+//   - the PS had synchronized other incarnations (a new run): kNewRun, reset;
+//   - every join is of the synchronized incarnations (the run the PS serves
+//     joined again, when the PS asked because the queue stalled or saw
+//     frames outside its window): kResync, forward only like kFreshPs. The
+//     joins are newer than the last decision's, so a result of the dead PS
+//     that reached a worker after its first join is now in the plan.
 // If only some incarnations are new (one worker restarted alone) nothing is
 // rebuilt: the old run's workers go on and the job stalls on the newcomer,
 // which the PS names (kWaitingForWorkers).
@@ -33,6 +37,7 @@ namespace atp::ps {
 enum class RebuildMode : uint8_t {
   kFreshPs,  // forward only: slots the PS already holds at or past the target stay
   kNewRun,   // every slot not already at its target is reset to it
+  kResync,   // forward only, as kFreshPs: the synchronized run joined again
 };
 
 struct RebuildDecision {

@@ -59,6 +59,12 @@
 #                   window from the workers' joins. Then a second run of
 #                   fresh workers against the same PS: exact, recognised as a
 #                   new run (the PS rebuilt again).
+#   ps_restart_mid_op  the PS killed (SIGKILL) in the middle of an operation:
+#                   one large operation per worker, the PS killed once it has
+#                   completed some of its fragments while every worker is
+#                   still in it (in flight: results some workers got and
+#                   others lost, unconfirmed pieces), started again: every
+#                   result exact, the new PS asked for joins and rebuilt.
 #
 # Variants (scripts/testbed): memif (DPDK memif, no root), netns (veth pairs,
 # DPDK af_packet, root), udp (kernel UDP sockets on 127.0.0.1 carrying whole
@@ -219,10 +225,21 @@ wait_paused() {
   done
 }
 
-# ps_rebuilds: the PS's rebuilds counter, now.
-ps_rebuilds() {
+# ps_stat NAME: the PS's counter NAME (ParameterServerStats), now.
+ps_stat() {
   "$testbed" stats --dir="$dir" ps1 >"$out/ps1.json"
-  json "$out/ps1.json" 'd["ps"]["rebuilds"]'
+  json "$out/ps1.json" "d[\"ps\"][\"$1\"]"
+}
+ps_rebuilds() { ps_stat rebuilds; }
+
+# wait_ps_completed N: the PS has completed more than N fragments, before a
+# deadline.
+wait_ps_completed() {
+  local n="$1" limit=$((SECONDS + deadline_s))
+  until [[ $(ps_stat completed) -gt $n ]]; do
+    [[ $SECONDS -lt $limit ]] || fail "the PS completed no more than $n fragments in ${deadline_s} s"
+    sleep 0.05
+  done
 }
 
 case "$case_name" in
@@ -598,6 +615,29 @@ PY
     second=$(ps_rebuilds)
     [[ $second -gt $rebuilds ]] || fail "the PS did not rebuild for the second run ($rebuilds, then $second rebuilds)"
     note "a second run of fresh workers against the same PS exact ($second rebuilds in all)"
+    ;;
+  ps_restart_mid_op)
+    up --jobs=1
+    # One operation of 64 times the usual tensor (about 68,000 fragments at
+    # the default 65,536 floats, some seconds here): the PS is killed once it
+    # completed 1,000 of them, with every worker still in it.
+    tensor_floats=$((64 * tensor_floats))
+    for ((r = 0; r < workers; r++)); do start_worker 1 "$r" --iterations=1; done
+    wait_ps_completed 1000
+    "$testbed" kill-ps --dir="$dir" --signal=KILL ps1
+    completed=$(json "$out/ps1.json" 'd["ps"]["completed"]')
+    for ((r = 0; r < workers; r++)); do
+      kill -0 "$(cat "$out/w1_$r.pid")" 2>/dev/null || fail "worker $r finished before ps1 was killed: not mid-operation"
+    done
+    note "ps1 killed in the middle of the operation (at least $completed of its fragments completed)"
+    "$testbed" start-ps --dir="$dir" ps1
+    note "ps1 restarted"
+    for ((r = 0; r < workers; r++)); do wait_worker 1 "$r"; done
+    requests=$(ps_stat join_requests)
+    rebuilds=$(ps_rebuilds)
+    [[ $requests -gt 0 && $rebuilds -gt 0 ]] ||
+      fail "the restarted PS asked for $requests join(s) and rebuilt $rebuilds queue(s)"
+    note "job 1 exact across a PS restart mid-operation ($requests join request(s), $rebuilds rebuild(s), $(ps_stat replays) replay(s))"
     ;;
   *)
     echo "run_case.sh: unknown case '$case_name'" >&2

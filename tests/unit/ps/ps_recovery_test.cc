@@ -11,6 +11,7 @@
 #include "lib/protocol/join_message.h"
 #include "lib/ps/ps_engine.h"
 #include "lib/ps/recovery_plan.h"
+#include "lib/ps/run_tracker.h"
 #include "tests/unit/ps/ps_test_util.h"
 
 namespace atp::ps {
@@ -45,6 +46,31 @@ RebuildDecision Decide(std::vector<JoinBody> joins) {
   }
   decision.joins = std::move(joins);
   return decision;
+}
+
+// The tracker's decisions: a fresh PS (kFreshPs), the same run again
+// (kResync), a new run (kNewRun), a worker restarted alone (none).
+TEST(RunTrackerTest, DecidesOnceEveryWorkerJoinedByWhatItSynchronizedBefore) {
+  RunTracker tracker(/*workers=*/2, /*served_queues=*/1);
+  EXPECT_FALSE(tracker.OnJoin(0, 0, /*incarnation=*/11, Join(5)).has_value());
+  std::optional<RebuildDecision> d = tracker.OnJoin(0, 1, 12, Join(7));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kFreshPs);
+  EXPECT_EQ(d->lowest, 5u);
+  // The same run joins again (asked after a stall): re-planned, forward only.
+  EXPECT_FALSE(tracker.OnJoin(0, 1, 12, Join(9)).has_value());
+  d = tracker.OnJoin(0, 0, 11, Join(8));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kResync);
+  EXPECT_EQ(d->lowest, 8u);
+  // Worker 1 restarted alone: no decision.
+  EXPECT_FALSE(tracker.OnJoin(0, 1, 22, Join(0)).has_value());
+  EXPECT_FALSE(tracker.OnJoin(0, 0, 11, Join(8)).has_value());
+  // A new run: every incarnation new.
+  EXPECT_FALSE(tracker.OnJoin(0, 0, 21, Join(0)).has_value());
+  d = tracker.OnJoin(0, 1, 22, Join(0));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
 }
 
 TEST(RecoveryPlanTest, AsksTheWorkerFurthestAheadForWhatOnlySomeHave) {

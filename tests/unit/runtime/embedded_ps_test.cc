@@ -1,7 +1,8 @@
 // EmbeddedParameterServer: a framework hands it frames (or bare UDP
 // messages) from its own threads and gets the parameter packets back through
 // a FrameSink: one per worker with unicast delivery, one to the group with
-// multicast; rejects are reported and counted.
+// multicast; rejects are reported and counted. The workers join first, as a
+// Worker does (tests/unit/runtime/join_frame.h).
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "atp/parameter_server.h"
 #include "atp/wire.h"
 #include "gtest/gtest.h"
+#include "tests/unit/runtime/join_frame.h"
 
 namespace atp {
 namespace {
@@ -66,11 +68,24 @@ std::vector<uint8_t> Gradient(int w, uint32_t queue, uint32_t position, int32_t 
   return frame;
 }
 
+// JoinQueues: both workers of TwoWorkerJob join queues [0, queues).
+void JoinQueues(EmbeddedParameterServer& ps, uint32_t queues, FrameSink& sink) {
+  for (uint32_t q = 0; q < queues; ++q) {
+    for (int w = 0; w < 2; ++w) {
+      const auto join = testing::JoinFrame(5, w, 2, q, /*slots=*/16,
+                                           Address(w == 0 ? "10.0.0.1" : "10.0.0.2"),
+                                           Address("10.0.0.100"));
+      EXPECT_EQ(ps.HandleFrame(join, sink), wire::DecodeError::kOk);
+    }
+  }
+}
+
 TEST(EmbeddedPsTest, UnicastSendsTheSumToEveryWorker) {
   auto ps = EmbeddedParameterServer::Create(TwoWorkerJob(ParameterDelivery::kUnicast),
                                             Address("10.0.0.100"));
   ASSERT_TRUE(ps.ok()) << ps.status();
   CollectingSink sink;
+  JoinQueues(**ps, /*queues=*/1, sink);
   EXPECT_EQ((*ps)->HandleFrame(Gradient(0, 0, 0, 7), sink), wire::DecodeError::kOk);
   EXPECT_TRUE(sink.frames.empty());
   EXPECT_EQ((*ps)->HandleFrame(Gradient(1, 0, 0, 35), sink), wire::DecodeError::kOk);
@@ -88,7 +103,7 @@ TEST(EmbeddedPsTest, UnicastSendsTheSumToEveryWorker) {
     EXPECT_EQ(static_cast<int32_t>(p[61]), 42);
   }
   const ParameterServerStats s = (*ps)->stats();
-  EXPECT_EQ(s.frames_received, 2u);
+  EXPECT_EQ(s.frames_received, 2u + 2u);  // the joins and the gradients
   EXPECT_EQ(s.contributions, 2u);
   EXPECT_EQ(s.completed, 1u);
   EXPECT_EQ(s.frames_sent, 2u);
@@ -102,6 +117,7 @@ TEST(EmbeddedPsTest, CongestionExperiencedBecomesTheEcnBit) {
                                             Address("10.0.0.100"));
   ASSERT_TRUE(ps.ok()) << ps.status();
   CollectingSink sink;
+  JoinQueues(**ps, /*queues=*/1, sink);
   EXPECT_EQ((*ps)->HandleFrame(Gradient(0, 0, 0, 7), sink), wire::DecodeError::kOk);
   EXPECT_EQ((*ps)->HandleFrame(Gradient(1, 0, 0, 35, wire::kTosCe), sink), wire::DecodeError::kOk);
   // Unmarked: no ecn.
@@ -123,6 +139,7 @@ TEST(EmbeddedPsTest, MulticastSendsOneFrameToTheGroup) {
                                             Address("10.0.0.100"));
   ASSERT_TRUE(ps.ok()) << ps.status();
   CollectingSink sink;
+  JoinQueues(**ps, /*queues=*/2, sink);
   (*ps)->HandleFrame(Gradient(0, 1, 0, 1), sink);
   (*ps)->HandleFrame(Gradient(1, 1, 0, 2), sink);
   ASSERT_EQ(sink.frames.size(), 1u);
@@ -138,6 +155,7 @@ TEST(EmbeddedPsTest, BareUdpMessagesWorkLikeFrames) {
                                             Address("10.0.0.100"));
   ASSERT_TRUE(ps.ok());
   CollectingSink sink;
+  JoinQueues(**ps, /*queues=*/1, sink);
   for (int w = 0; w < 2; ++w) {
     const std::vector<uint8_t> frame = Gradient(w, 0, 0, 3);
     EXPECT_EQ((*ps)->HandleMessage(std::span(frame).subspan(wire::kAtpOffset), sink),
@@ -166,6 +184,7 @@ TEST(EmbeddedPsTest, FrameworkThreadsFeedShardsConcurrently) {
                                             Address("10.0.0.100"));
   ASSERT_TRUE(ps.ok());
   CollectingSink sink;
+  JoinQueues(**ps, /*queues=*/4, sink);
   constexpr uint32_t kPositions = 16;  // one window of slots: no resends needed
   std::vector<std::thread> threads;
   for (uint32_t q = 0; q < 4; ++q) {
@@ -189,6 +208,7 @@ TEST(EmbeddedPsTest, OrphanedPartialSumsAreReleasedAfterTheTimeout) {
   auto ps = EmbeddedParameterServer::Create(options, Address("10.0.0.100"));
   ASSERT_TRUE(ps.ok()) << ps.status();
   CollectingSink sink;
+  JoinQueues(**ps, /*queues=*/2, sink);
   const absl::Time sent = absl::Now();  // before the PS stamps the frames
   ASSERT_EQ((*ps)->HandleFrame(Gradient(0, 0, 0, 7), sink), wire::DecodeError::kOk);
   ASSERT_EQ((*ps)->HandleFrame(Gradient(0, 1, 0, 7), sink), wire::DecodeError::kOk);

@@ -1,7 +1,9 @@
 // PsIoLoop's transmit path: on a queue that offloads segmentation, runs of
 // parameter packets to one destination leave as segmentation jobs, and the
 // frames the workers receive are byte for byte and in order what the TxBurst
-// path sends (multicast and unicast, with headers that break runs).
+// path sends (multicast and unicast, with headers that break runs). The
+// workers join first, as a Worker does, so the PS sends parameter packets
+// only (it asks for joins on a queue not every worker joined).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "lib/host/ps_io_loop.h"
 #include "lib/host/ps_shard.h"
 #include "testbed/reflector_queue.h"
+#include "tests/unit/runtime/join_frame.h"
 
 namespace atp::runtime {
 namespace {
@@ -77,6 +80,10 @@ Sent Serve(const std::vector<Frame>& gradients, ParameterDelivery delivery, int 
   options.gradient_source_check = SourceCheck::kOff;
   testbed::ReflectorQueue queue(0, testbed::ReflectorQueue::Mode::kHold, /*capacity=*/4096,
                                 segmentation);
+  for (int w = 0; w < workers; ++w) {
+    EXPECT_TRUE(queue.InjectRx(testing::JoinFrame(kJob, w, workers, /*queue=*/0, options.slots,
+                                                  Address("10.0.0.1"), Address("10.0.0.100"))));
+  }
   for (const Frame& g : gradients) EXPECT_TRUE(queue.InjectRx(g));
   auto shard = PsShard::Create(options, 0, Address("10.0.0.100"));
   EXPECT_TRUE(shard.ok()) << shard.status();
@@ -108,7 +115,8 @@ TEST(PsIoLoopTest, OffloadedMulticastIsSegmentationJobsOfTheSameFrames) {
   ASSERT_EQ(plain.frames.size(), gradients.size());
   EXPECT_EQ(offload.frames, plain.frames);
   EXPECT_EQ(plain.stats.tx_segmentation_jobs, 0u);
-  // One job per receive burst of 32 (the last burst: 200 - 6 x 32 = 8).
+  // One job per receive burst of 32 (the first: the join and 31 gradients;
+  // the last: 201 - 6 x 32 = 9 gradients).
   EXPECT_EQ(offload.stats.tx_segmentation_jobs, 7u);
   EXPECT_EQ(offload.stats.tx_offloaded_segments, gradients.size());
   EXPECT_EQ(offload.ps.frames_sent, gradients.size());

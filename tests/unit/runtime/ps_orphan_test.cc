@@ -1,6 +1,7 @@
 // The threaded ParameterServer frees the partial state of a dead worker's
 // fragments by itself, on its I/O thread's clock, with no more traffic
 // (ATP-SPEC invariant 5), and reports it in ParameterServerStats.
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "atp/transport/loopback.h"
 #include "atp/wire.h"
 #include "gtest/gtest.h"
+#include "tests/unit/runtime/join_frame.h"
 
 namespace atp {
 namespace {
@@ -21,6 +23,17 @@ namespace {
 transport::DeviceAddress Address(const char* ip) {
   const wire::Ipv4Address a = *wire::Ipv4Address::Parse(ip);
   return {a, transport::DefaultMacFor(a)};
+}
+
+// SendFrame: `frame` out of `worker`'s queue 0.
+void SendFrame(transport::Device& worker, std::span<const uint8_t, wire::kFrameBytes> frame) {
+  transport::Queue& q = worker.queue(0);
+  transport::FrameRef ref;
+  ASSERT_EQ(q.tx_pool().AllocBurst({&ref, 1}), 1u);
+  std::memcpy(ref.data, frame.data(), frame.size());
+  ref.length = wire::kFrameBytes;
+  ASSERT_EQ(q.TxBurst({&ref, 1}), 1u);
+  q.Flush();
 }
 
 // SendGradient: worker `w` of a one-rack, two-worker job 5 sends its fragment
@@ -39,14 +52,9 @@ void SendGradient(transport::Device& worker, int w, uint32_t position, int32_t v
   f.header.fan_in1 = 1;
   wire::Payload payload;
   payload.fill(static_cast<uint32_t>(value));
-  transport::Queue& q = worker.queue(0);
-  transport::FrameRef ref;
-  ASSERT_EQ(q.tx_pool().AllocBurst({&ref, 1}), 1u);
-  wire::EncodeFrame(f, payload, wire::kDefaultBasePort,
-                    std::span<uint8_t, wire::kFrameBytes>(ref.data, wire::kFrameBytes));
-  ref.length = wire::kFrameBytes;
-  ASSERT_EQ(q.TxBurst({&ref, 1}), 1u);
-  q.Flush();
+  std::array<uint8_t, wire::kFrameBytes> frame{};
+  wire::EncodeFrame(f, payload, wire::kDefaultBasePort, frame);
+  SendFrame(worker, frame);
 }
 
 // WaitFor: polls `done` until it holds or 10 s pass.
@@ -86,7 +94,13 @@ TEST(PsOrphanTest, ThreadedServerReleasesADeadWorkersFragmentsOnItsOwn) {
   auto ps = ParameterServer::Start(options, std::move(*ps_device));
   ASSERT_TRUE(ps.ok()) << ps.status();
 
-  // Worker 0 sends three fragments; worker 1 is dead and never does.
+  // Both workers joined at their start, as Workers do (both from this device:
+  // the PS admits any address of the job's workers); then worker 0 sends
+  // three fragments and worker 1, dead, never does.
+  for (int w = 0; w < 2; ++w) {
+    SendFrame(**worker, testing::JoinFrame(5, w, 2, /*queue=*/0, options.slots,
+                                           (*worker)->address(), Address("10.0.0.100")));
+  }
   const absl::Time first = absl::Now();
   for (uint32_t p = 0; p < 3; ++p) SendGradient(**worker, 0, p, 7);
   ASSERT_TRUE(WaitFor([&] { return (*ps)->stats().contributions == 3; }))

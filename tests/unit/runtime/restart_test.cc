@@ -206,6 +206,75 @@ TEST(RestartTest, AResultOnlySomeWorkersGotIsReplayedByOneThatGotIt) {
   EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
 }
 
+TEST(RestartTest, ARestartWithinTheFirstWindowAsksForJoinsAndReplays) {
+  // A fresh job's first operation, smaller than a window: every position in
+  // flight lies in the first `slots` (64) of each queue, so the restarted PS
+  // receives no gradient outside its window. It asks for joins because no
+  // worker joined the queue since it started. Worker 2 loses every result
+  // of the dead PS; the others got them, and only a replay completes worker 2.
+  // No waiting reports: their join requests would rescue the queue too, a
+  // second later.
+  LocalJob job = Job(3);
+  job.ps_waiting_report_interval = absl::InfiniteDuration();
+  auto cluster = testing::StartCluster(job);
+  ASSERT_NE(cluster, nullptr);
+  ResultFaults faults(*cluster, /*job_id=*/4);
+  faults.Drop([](ResultFaults&) {
+    return [](int worker, uint32_t, uint32_t) { return worker == 2; };
+  });
+  // 60 fragments over the two queues.
+  ExpectExactRound(*cluster, /*ops=*/1, /*size=*/62 * 60, /*seed=*/71, [&] {
+    ASSERT_TRUE(Eventually(kDeadline, [&] {
+      return faults.SomeoneAheadOf(2, /*queue=*/0) || faults.SomeoneAheadOf(2, /*queue=*/1);
+    }));
+    ASSERT_TRUE(cluster->RestartParameterServer(0, 0, [&] { faults.DeliverAll(); }).ok());
+  });
+  EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
+    return s.join_requests > 0 && s.rebuilds > 0 && s.replays > 0 && s.stale + s.ahead == 0;
+  }));
+  EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
+}
+
+TEST(RestartTest, AConfirmationOnlySomeWorkersGotIsGivenAgain) {
+  // The dead PS confirmed the operation's pieces (kOpBegin) to workers 0 and
+  // 1 only. They never declare them again by themselves; worker 2 does, once
+  // per retransmission timeout, and delivers nothing until confirmed. Asked
+  // to join, every worker declares its recent pieces again, and the
+  // restarted PS confirms them to everyone.
+  auto cluster = testing::StartCluster(Job(3));
+  ASSERT_NE(cluster, nullptr);
+  std::vector<uint32_t> ips;
+  for (int w = 0; w < 3; ++w) ips.push_back(LocalCluster::WorkerIp(4, 0, w).value);
+  std::mutex mu;
+  bool drop = true;                   // under mu
+  std::array<int, 3> controls = {};  // under mu: PS control frames delivered, per worker
+  cluster->fabric()->SetDeliveryFilter([&](wire::Ipv4Address to, const wire::AtpHeader& h) {
+    const auto at = std::find(ips.begin(), ips.end(), to.value);
+    if (!wire::IsControl(h) || at == ips.end()) return true;
+    const auto worker = static_cast<size_t>(at - ips.begin());
+    std::lock_guard<std::mutex> lock(mu);
+    if (drop && worker == 2) return false;
+    ++controls[worker];
+    return true;
+  });
+  ExpectExactRound(*cluster, /*ops=*/1, /*size=*/62 * 60, /*seed=*/83, [&] {
+    // Both queues' confirmations reached workers 0 and 1.
+    ASSERT_TRUE(Eventually(kDeadline, [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      return controls[0] >= 2 && controls[1] >= 2;
+    }));
+    ASSERT_TRUE(cluster->RestartParameterServer(0, 0, [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      drop = false;
+    }).ok());
+  });
+  EXPECT_TRUE(EventuallyStats(*cluster, kDeadline, [](const ParameterServerStats& s) {
+    return s.join_requests > 0 && s.operations_confirmed > 0;
+  }));
+  EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
+  cluster->fabric()->SetDeliveryFilter(nullptr);  // before mu and ips go
+}
+
 TEST(RestartTest, AResultAcknowledgedAfterAnUnacknowledgedOneIsRecovered) {
   // On queue 0, position p's result reaches nobody and p + 1's reaches
   // workers 0 and 1 only; later ones reach everyone. Every worker's lowest

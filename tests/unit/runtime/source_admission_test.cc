@@ -15,6 +15,7 @@
 #include "lib/host/worker_config.h"
 #include "lib/host/worker_io_loop.h"
 #include "testbed/reflector_queue.h"
+#include "tests/unit/runtime/join_frame.h"
 
 namespace atp::runtime {
 namespace {
@@ -202,6 +203,15 @@ TEST(SourceAdmissionTest, PsRefusesAGradientNotFromTheJobsWorkers) {
     return frame;
   };
   CollectingSink sink;
+  // The workers join first, as Workers do (the PS then sends parameter
+  // packets only: tests/unit/runtime/join_frame.h).
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_EQ((*server)->HandleFrame(testing::JoinFrame(1, w, 2, /*queue=*/0, o.slots,
+                                                        Address(w == 0 ? "10.1.0.1" : "10.1.0.2"),
+                                                        ps),
+                                     sink),
+              wire::DecodeError::kOk);
+  }
   // "Both workers are in": the whole rack, from a host that is no worker.
   EXPECT_EQ((*server)->HandleFrame(gradient("10.1.0.66", 3, 1000), sink), wire::DecodeError::kOk);
   EXPECT_TRUE(sink.frames.empty()) << "nothing completed";

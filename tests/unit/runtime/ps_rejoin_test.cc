@@ -1,0 +1,160 @@
+// A parameter packet of a dead PS that reaches a worker after the worker
+// joined the restarted PS (docs/protocol.md "Runs and restarts"): the
+// rebuild planned without it, so that worker never resends the fragment and
+// the others wait for it. The PS's waiting report asks for joins again; the
+// run that joined before joins again (RunTracker's kResync), the new joins
+// say who has the result, and it is replayed. Driven message by message on
+// a PsShard, with the clock in the test's hands.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "atp/parameter_server.h"
+#include "atp/wire.h"
+#include "gtest/gtest.h"
+#include "lib/host/ps_shard.h"
+#include "lib/protocol/join_message.h"
+#include "lib/protocol/replay_message.h"
+#include "lib/protocol/status_message.h"
+#include "lib/wire/control_message.h"
+#include "tests/unit/runtime/join_frame.h"
+
+namespace atp::runtime {
+namespace {
+
+constexpr uint8_t kJob = 6;
+constexpr int kWorkers = 2;
+constexpr uint32_t kSlots = 16;
+
+transport::DeviceAddress Address(const char* ip) {
+  const wire::Ipv4Address a = *wire::Ipv4Address::Parse(ip);
+  return {a, transport::DefaultMacFor(a)};
+}
+
+// Sent: what the PS sent, decoded.
+class Sent : public FrameSink {
+ public:
+  void SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) override {
+    wire::FrameFields fields;
+    wire::AtpMessage message;
+    ASSERT_EQ(wire::DecodeFrame(frame, wire::kDefaultBasePort, &fields, &message.payload),
+              wire::DecodeError::kOk);
+    message.header = fields.header;
+    messages.push_back(message);
+  }
+  // Statuses: the kStatus bodies sent, in order.
+  std::vector<protocol::StatusBody> Statuses() const {
+    std::vector<protocol::StatusBody> out;
+    for (const wire::AtpMessage& m : messages) {
+      wire::ControlMessage control;
+      protocol::StatusBody status;
+      if (wire::IsControl(m.header) && wire::DecodeControl(m, &control) == wire::ControlError::kOk &&
+          protocol::DecodeStatus(control, &status)) {
+        out.push_back(status);
+      }
+    }
+    return out;
+  }
+  // Result: the parameter packet sent for `position`, if any.
+  std::optional<wire::AtpMessage> Result(uint32_t position) const {
+    for (const wire::AtpMessage& m : messages) {
+      if (!wire::IsControl(m.header) && m.header.ack && m.header.position() == position) return m;
+    }
+    return std::nullopt;
+  }
+  std::vector<wire::AtpMessage> messages;
+};
+
+wire::AtpMessage Gradient(int worker, uint32_t position, uint32_t value) {
+  wire::AtpMessage m;
+  m.header.job = kJob;
+  m.header.seq = wire::MakeSeq(0, position);
+  m.header.bitmap0 = 1u << worker;
+  m.header.bitmap1 = 1;
+  m.header.fan_in0 = kWorkers;
+  m.header.fan_in1 = 1;
+  m.payload.fill(value);
+  return m;
+}
+
+TEST(PsRejoinTest, AResultOfTheDeadPsThatCameAfterAJoinIsReplayed) {
+  ParameterServerOptions options;
+  ParameterServerJobOptions job;
+  job.job_id = kJob;
+  job.layout = RackLayout::Uniform(1, kWorkers);
+  job.delivery = ParameterDelivery::kMulticast;
+  job.multicast_group = Address("239.1.0.6");
+  options.jobs.push_back(job);
+  options.slots = kSlots;
+  options.waiting_report_interval = absl::Seconds(1);
+  auto created = PsShard::Create(options, 0, Address("10.0.0.100"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  PsShard& ps = **created;
+  Sent sent;
+  TimePoint now = TimePoint::FromNanoseconds(1'000'000);
+
+  // The restarted PS asks; both workers join: positions 0..4 done, 5..7 in
+  // flight, no result of them anywhere. The rebuilt queue waits for 5..7.
+  ps.OnMessage(Gradient(1, 5, 2), now, sent);
+  ASSERT_EQ(ps.engine().counters().gradients, 1u);
+  for (int w = 0; w < kWorkers; ++w) {
+    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 5, 8)),
+                 now, sent);
+  }
+  // Then the dead PS's packet for 5 reaches worker 0: it is past 5 and
+  // never resends it. Worker 1 resends 5; both send 6 and 7, which complete.
+  ps.OnMessage(Gradient(1, 5, 2), now, sent);
+  for (uint32_t p = 6; p < 8; ++p) {
+    for (int w = 0; w < kWorkers; ++w) ps.OnMessage(Gradient(w, p, 1), now, sent);
+  }
+  ASSERT_TRUE(sent.Result(6).has_value());
+  ASSERT_TRUE(sent.Result(7).has_value());
+  ASSERT_FALSE(sent.Result(5).has_value());
+
+  // Position 5 waits for worker 0 for a report interval: the PS names it
+  // and asks for joins.
+  sent.messages.clear();
+  now += TimeDelta::FromSeconds(2);
+  ASSERT_EQ(ps.ReportWaiting(now, sent), 1u);
+  std::vector<protocol::StatusBody> statuses = sent.Statuses();
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kWaitingForWorkers);
+  EXPECT_EQ(statuses[0].workers.ToVector(), std::vector<int>{0});
+  EXPECT_EQ(statuses[1].kind, protocol::StatusKind::kJoinRequest);
+
+  // The new joins: worker 0 has 5..7, worker 1 has 6 and 7 but not 5.
+  sent.messages.clear();
+  ps.OnMessage(testing::JoinMessage(kJob, 0, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 8, 8)),
+               now, sent);
+  protocol::JoinBody lagging = testing::JoinAt(kWorkers, kSlots, 5, 8);
+  lagging.acked_after_lowest[0] = 0b11;  // 6 and 7
+  lagging.acked_end = 8;
+  ps.OnMessage(testing::JoinMessage(kJob, 1, kWorkers, 0, lagging), now, sent);
+  statuses = sent.Statuses();
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kReplayRequest);
+  EXPECT_EQ(statuses[0].expected, 5u);
+  EXPECT_EQ(statuses[0].received, 6u);
+  EXPECT_EQ(statuses[0].workers.ToVector(), std::vector<int>{0});
+
+  // Worker 0 replays the packet it got; the PS multicasts it bit for bit.
+  sent.messages.clear();
+  wire::AtpMessage original = Gradient(0, 5, 0);
+  original.header.ack = true;
+  original.header.bitmap0 = 0b11;
+  std::array<uint8_t, wire::kPayloadBytes> bytes;
+  bytes.fill(0x5A);
+  for (const protocol::ReplayPart& part : protocol::SplitReplay(5, original.header, bytes)) {
+    wire::ControlMessage control;
+    protocol::EncodeReplay(part, control);
+    ps.OnMessage(testing::WorkerControl(kJob, 0, kWorkers, 0, 5, control), now, sent);
+  }
+  const std::optional<wire::AtpMessage> result = sent.Result(5);
+  ASSERT_TRUE(result.has_value());
+  for (uint32_t word : result->payload) EXPECT_EQ(word, 0x5A5A5A5Au);
+  EXPECT_EQ(ps.engine().counters().replays_applied, 1u);
+}
+
+}  // namespace
+}  // namespace atp::runtime
