@@ -171,13 +171,14 @@ int Main(int argc, char** argv) {
   }
   if (progress) std::fprintf(stderr, "\n");
 
-  uint64_t retransmissions = 0, frames_sent = 0, timeouts = 0, loss_events = 0,
+  uint64_t retransmissions = 0, frames_sent = 0, timeouts = 0, spurious_timeouts = 0, loss_events = 0,
            overflow_requests = 0, worker_ignored = 0, worker_tx_backpressure = 0;
   for (size_t r = 0; r < w; ++r) {
     const WorkerStats s = (*cluster)->worker(0, r).stats();
     retransmissions += s.retransmissions;
     frames_sent += s.frames_sent;
     timeouts += s.timeouts;
+    spurious_timeouts += s.spurious_timeouts;
     loss_events += s.loss_events;
     overflow_requests += s.overflow_requests;
     worker_ignored += s.ignored;
@@ -217,6 +218,7 @@ int Main(int argc, char** argv) {
     // Where the retransmissions came from (retransmissions = resends after
     // loss_events + after timeouts + answers to overflow_requests), and every
     // place a frame can be dropped on its way.
+    j["spurious_timeouts"] = spurious_timeouts;
     j["loss_events"] = loss_events;
     j["overflow_requests"] = overflow_requests;
     j["worker_ignored"] = worker_ignored;
@@ -302,6 +304,7 @@ int ReportWorker(const EndpointSpec& spec, int64_t n, int iterations, const Work
     j["ecn_marks"] = stats.ecn_marks;
     j["window_reductions"] = stats.window_reductions;
     j["loss_events"] = stats.loss_events;
+    j["spurious_timeouts"] = stats.spurious_timeouts;
     j["window"] = stats.window;  // at the end, summed over the queues
     if (!stats.queues.empty()) {
       // Queue 0's smoothed round trip and timeout at the end (diagnosis).
