@@ -139,7 +139,7 @@ bool WorkerQueueEngine::MaySendNew() const {
 
 bool WorkerQueueEngine::WantsToSend() const {
   if (resends_held_) return MaySendNew();
-  return resend_count_ > 0 || (RecoveryPending() && window_in_flight_ < cc_.window()) ||
+  return resend_count_ > 0 || RecoveryMaySend() ||
          MaySendNew();
 }
 
@@ -155,6 +155,14 @@ void WorkerQueueEngine::HoldResendsTriggeredAt(TimePoint now) {
   if (wait <= TimeDelta::Zero()) return;
   resend_hold_until_ = now + wait;
   resends_held_ = true;
+}
+
+bool WorkerQueueEngine::RecoveryMaySend() const {
+  if (!RecoveryPending() || window_in_flight_ >= cc_.window()) return false;
+  // Originals are being answered: only positions below the highest of them
+  // were passed over; the ones above are most likely on their way too.
+  return recovery_next_ == recovery_probe_ || recovery_evidence_end_ == 0 ||
+         recovery_next_ < recovery_evidence_end_;
 }
 
 void WorkerQueueEngine::CountAgainstWindow(Slot& slot) {
@@ -214,6 +222,8 @@ void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
   window_in_flight_ = 0;
   recovery_next_ = expected_;
   recovery_end_ = next_send_;
+  recovery_probe_ = expected_;
+  recovery_evidence_end_ = 0;
   SkipRecoveredPositions();
   loss_.OnTimeout(expected_, cc_.send_bound());
   jitter_.Redraw();
@@ -340,8 +350,7 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
     SendResend(slot, slot.resend_cause, out, n++);
   }
   SkipRecoveredPositions();
-  while (n < out.capacity && !resends_held_ && RecoveryPending() &&
-         window_in_flight_ < cc_.window()) {
+  while (n < out.capacity && !resends_held_ && RecoveryMaySend()) {
     Slot& slot = SlotOf(recovery_next_);
     ResendCause cause = ResendCause::kTimeout;
     if (slot.resend_queued) {
@@ -525,6 +534,11 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   // The position a timeout resent first: its original's round trip, kept in
   // case a second answer proves the timeout spurious.
   spurious_.OnAnswered(position, now - slot.round_trip_start);
+  // An original the timeout presumed lost, answered before it was resent:
+  // the recovery resends only positions below it (RecoveryMaySend).
+  if (!slot.counted && position < recovery_end_) {
+    recovery_evidence_end_ = std::max(recovery_evidence_end_, position + 1);
+  }
 
   slot.state = SlotState::kAcked;
   --in_flight_;

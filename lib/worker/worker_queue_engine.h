@@ -364,6 +364,14 @@ class WorkerQueueEngine {
   // longer need a timeout resend (acknowledged, or already resent).
   void SkipRecoveredPositions();
   bool RecoveryPending() const { return recovery_next_ < recovery_end_; }
+  // RecoveryMaySend: the window has room and the recovery's next position is
+  // to be resent now: the position the timeout resends first, or any while
+  // no original it presumed lost has been answered (a burst loss), or one
+  // below the highest such original (passed over: lost). Positions above it
+  // wait for their own answers, or for the next timeout: originals that are
+  // only late (a descheduled peer, switch or PS) were resent by the dozen
+  // before, each answered twice.
+  bool RecoveryMaySend() const;
   // HoldResendsTriggeredAt: a parameter packet that every worker of the job
   // receives at `now` left resends pending: they wait a random spread.
   void HoldResendsTriggeredAt(TimePoint now);
@@ -462,6 +470,11 @@ class WorkerQueueEngine {
   // flight and not counted await a timeout resend; empty when equal.
   uint64_t recovery_next_ = 0;
   uint64_t recovery_end_ = 0;
+  // recovery_probe_: the lowest position at the last timeout (resent first);
+  // recovery_evidence_end_: one past the highest position the timeout
+  // presumed lost whose original was answered since (0: none).
+  uint64_t recovery_probe_ = 0;
+  uint64_t recovery_evidence_end_ = 0;
 
   std::deque<Operation> ops_;  // not yet popped, in Enqueue order
   size_t send_cursor_ = 0;     // index in ops_ of the op holding next_send_
