@@ -49,15 +49,6 @@ void CongestionController::OnLoss(uint64_t position, uint64_t lowest_unacked) {
   UpdateSendBound(lowest_unacked);
 }
 
-void CongestionController::UndoTimeout(const Snapshot& before) {
-  if (config_.mode != Mode::kAimd) return;
-  window_ = std::max(window_, std::min(before.window, config_.max_window));
-  ssthresh_ = std::max(ssthresh_, before.ssthresh);
-  acked_since_increase_ = 0;
-  timeout_epoch_ = false;
-  ++undone_timeouts_;
-}
-
 void CongestionController::OnTimeout() {
   if (config_.mode != Mode::kAimd) return;
   // A timeout during a timeout's recovery (no acknowledgement beyond the
@@ -125,7 +116,6 @@ CongestionController::DebugState CongestionController::debug_state() const {
   state.in_timeout_epoch = state.in_reduction_epoch && timeout_epoch_;
   state.reductions = reductions_;
   state.timeouts = timeouts_;
-  state.undone_timeouts = undone_timeouts_;
   state.losses_without_ecn = losses_without_ecn_;
   state.ignored_signals = ignored_signals_;
   return state;

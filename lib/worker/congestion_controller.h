@@ -109,7 +109,6 @@ class CongestionController {
     bool in_timeout_epoch = false;     // the epoch was opened by a timeout
     uint64_t reductions = 0;           // window halvings done
     uint64_t timeouts = 0;             // OnTimeout calls that collapsed the window
-    uint64_t undone_timeouts = 0;      // UndoTimeout calls that restored it
     uint64_t ignored_signals = 0;      // ecn/loss signals inside an epoch
     uint64_t losses_without_ecn = 0;   // losses kHalveOnlyWithEcn did not act on
   };
@@ -134,17 +133,6 @@ class CongestionController {
   // OnTimeout: the engine's retransmission timer fired (see above). Does
   // nothing with Mode::kFixedWindow.
   void OnTimeout();
-
-  // Snapshot / UndoTimeout: the window and threshold before a timeout, and
-  // their return when the timeout proves spurious (spurious_timeout.h): the
-  // window goes back up to what it was (never down), and the timeout's
-  // epoch ends, so acknowledgements grow the window as before it.
-  struct Snapshot {
-    uint32_t window = 0;
-    uint32_t ssthresh = 0;
-  };
-  Snapshot snapshot() const { return Snapshot{.window = window_, .ssthresh = ssthresh_}; }
-  void UndoTimeout(const Snapshot& before);
 
   // window: fragments the engine may have in flight (sent, unacknowledged).
   uint32_t window() const { return window_; }
@@ -177,7 +165,6 @@ class CongestionController {
   uint64_t send_bound_;
   uint64_t reductions_ = 0;
   uint64_t timeouts_ = 0;
-  uint64_t undone_timeouts_ = 0;
   uint64_t ignored_signals_ = 0;
   uint64_t losses_without_ecn_ = 0;
   // Acknowledgements since the last `ecn` mark (saturating); starts "long ago".

@@ -73,19 +73,6 @@ void RttEstimator::OnTimeout() {
   slowest_before_ = TimeDelta::Zero();
 }
 
-void RttEstimator::UndoTimeout(const SlowestMemory& memory, TimeDelta probe_rtt) {
-  timeouts_ = 0;
-  if (samples_ == 0) return;  // no window yet: the next sample starts one
-  // Buckets that moved on since the timeout keep their newer values.
-  if (memory.since == slowest_since_) {
-    slowest_now_ = std::max(slowest_now_, memory.now);
-    slowest_before_ = std::max(slowest_before_, memory.before);
-  }
-  if (probe_rtt > TimeDelta::Zero()) {
-    slowest_now_ = std::max(slowest_now_, std::min(probe_rtt, config_.max_rto));
-  }
-}
-
 TimeDelta RttEstimator::SmoothedRto() const {
   if (samples_ == 0) return std::max(config_.initial_rto, config_.rto_floor);
   return std::max(srtt_ + rttvar_ * 4, config_.rto_floor);

@@ -119,22 +119,6 @@ class RttEstimator {
   // forgotten (see above).
   void OnTimeout();
 
-  // SlowestMemory / UndoTimeout: what OnTimeout forgets, and its return when
-  // the timeout proves spurious (spurious_timeout.h): the wait was not a
-  // loss, so the slowest recent round trips are kept, raised to
-  // `probe_rtt` (the timed-out fragment's own round trip, at most max_rto),
-  // and the backoff ends. srtt and rttvar are untouched: the sample is
-  // ambiguous for them (Karn's rule), not for the windowed maximum.
-  struct SlowestMemory {
-    TimeDelta now;
-    TimeDelta before;
-    TimePoint since;
-  };
-  SlowestMemory slowest_memory() const {
-    return SlowestMemory{.now = slowest_now_, .before = slowest_before_, .since = slowest_since_};
-  }
-  void UndoTimeout(const SlowestMemory& memory, TimeDelta probe_rtt);
-
   // Rto: the current retransmission timeout, in [rto_floor, max_rto].
   TimeDelta Rto() const;
 

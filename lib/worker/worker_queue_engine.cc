@@ -210,7 +210,7 @@ void WorkerQueueEngine::QueueResend(uint64_t position, ResendCause cause) {
 void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
   ++counters_.timeouts;
   // expected_ is resent first: its answers tell a spurious timeout.
-  spurious_.Arm(expected_, cc_.snapshot(), rtt_.slowest_memory());
+  spurious_.Arm(expected_);
   rtt_.OnTimeout();
   cc_.OnTimeout();
   // Every fragment in flight is presumed lost: none counts against the
@@ -228,21 +228,6 @@ void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
   loss_.OnTimeout(expected_, cc_.send_bound());
   jitter_.Redraw();
   rto_deadline_ = TimerDeadline(now);
-}
-
-void WorkerQueueEngine::UndoSpuriousTimeout(TimePoint now) {
-  ++counters_.spurious_timeouts;
-  const SpuriousTimeoutProbe::Undo& undo = spurious_.undo();
-  cc_.UndoTimeout(undo.cc);
-  rtt_.UndoTimeout(undo.slowest, undo.probe_rtt);
-  // The originals are on their way: the ones not resent yet count against
-  // the window again and are not resent.
-  for (uint64_t p = std::max(recovery_next_, expected_); p < recovery_end_; ++p) {
-    Slot& slot = SlotOf(p);
-    if (slot.state == SlotState::kInFlight && slot.position == p) CountAgainstWindow(slot);
-  }
-  recovery_next_ = recovery_end_;
-  if (in_flight_ > 0) rto_deadline_ = TimerDeadline(now);
 }
 
 void WorkerQueueEngine::SendResend(const Slot& slot, ResendCause cause, const SendTarget& out,
@@ -481,10 +466,10 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   if (position >= next_send_) {
     if (TakeEarlyResult(h, payload, position)) return;
     ++counters_.ignored_unknown_seq;
-    // A second answer for the timed-out position: the timeout was spurious.
+    // A second answer for the position a timeout resent first.
     if (!h.IsOverflowRequest() &&
         spurious_.OnDuplicate(h.position(), expected_, config_.slots)) {
-      UndoSpuriousTimeout(now);
+      ++counters_.spurious_timeouts;
     }
     return;
   }
@@ -531,9 +516,7 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   }
   if (h.ecn) ++counters_.ecn_marks;
   if (slot.timed) TakeRttSample(now - slot.round_trip_start, now);
-  // The position a timeout resent first: its original's round trip, kept in
-  // case a second answer proves the timeout spurious.
-  spurious_.OnAnswered(position, now - slot.round_trip_start);
+  spurious_.OnAnswered(position);  // the position a timeout resent first
   // An original the timeout presumed lost, answered before it was resent:
   // the recovery resends only positions below it (RecoveryMaySend).
   if (!slot.counted && position < recovery_end_) {

@@ -155,7 +155,8 @@ struct WorkerQueueStats {
   // Events.
   uint64_t loss_events = 0;          // positions declared lost by reordering
   uint64_t timeouts = 0;             // retransmission timeouts
-  uint64_t spurious_timeouts = 0;    // of those, proven spurious and undone (spurious_timeout.h)
+  uint64_t spurious_timeouts = 0;    // of those, the resent position answered twice
+                                     // (spurious_timeout.h)
   uint64_t window_reductions = 0;    // window halvings (ecn marks, losses): congestion control's
   uint64_t rtt_samples = 0;          // round trips measured
   uint64_t operations_completed = 0;
@@ -356,10 +357,6 @@ class WorkerQueueEngine {
   bool MaySendNew() const;
   void QueueResend(uint64_t position, ResendCause cause);
   void OnRetransmissionTimeout(TimePoint now);
-  // UndoSpuriousTimeout: the last timeout proved spurious (spurious_): the
-  // window, threshold and slow round trips come back, and the positions it
-  // left to resend are in flight again as they were.
-  void UndoSpuriousTimeout(TimePoint now);
   // SkipRecoveredPositions: moves recovery_next_ past positions that no
   // longer need a timeout resend (acknowledged, or already resent).
   void SkipRecoveredPositions();
