@@ -171,12 +171,18 @@ int Main(int argc, char** argv) {
   }
   if (progress) std::fprintf(stderr, "\n");
 
-  uint64_t retransmissions = 0, frames_sent = 0, timeouts = 0;
+  uint64_t retransmissions = 0, frames_sent = 0, timeouts = 0, spurious_timeouts = 0, loss_events = 0,
+           overflow_requests = 0, worker_ignored = 0, worker_tx_backpressure = 0;
   for (size_t r = 0; r < w; ++r) {
     const WorkerStats s = (*cluster)->worker(0, r).stats();
     retransmissions += s.retransmissions;
     frames_sent += s.frames_sent;
     timeouts += s.timeouts;
+    spurious_timeouts += s.spurious_timeouts;
+    loss_events += s.loss_events;
+    overflow_requests += s.overflow_requests;
+    worker_ignored += s.ignored;
+    for (const WorkerQueueStatistics& q : s.queues) worker_tx_backpressure += q.tx_backpressure;
   }
   const ParameterServerStats ps = (*cluster)->parameter_server(0, 0).stats();
   // Loopback only: frames the wire dropped because a receiver's ring was full
@@ -209,6 +215,34 @@ int Main(int argc, char** argv) {
     j["timeouts"] = timeouts;
     j["ring_drops"] = ring_drops;
     j["injected_losses"] = injected_losses;
+    // Where the retransmissions came from (retransmissions = resends after
+    // loss_events + after timeouts + answers to overflow_requests), and every
+    // place a frame can be dropped on its way.
+    j["spurious_timeouts"] = spurious_timeouts;
+    j["loss_events"] = loss_events;
+    j["overflow_requests"] = overflow_requests;
+    j["worker_ignored"] = worker_ignored;
+    j["worker_tx_backpressure"] = worker_tx_backpressure;
+    j["ps_tx_dropped"] = ps.tx_dropped;
+    j["ps_duplicates"] = ps.duplicates;
+    j["ps_param_resent"] = ps.param_resent;
+    j["ps_stale"] = ps.stale;
+    j["ps_ahead"] = ps.ahead;
+    if ((*cluster)->fabric() != nullptr) {
+      uint64_t orphaned = 0, collisions = 0, flushed = 0, resend_to_ps = 0, duplicates = 0;
+      for (const auto& c : (*cluster)->fabric()->stats().switches) {
+        orphaned += c.orphaned;
+        collisions += c.collisions;
+        flushed += c.flushed;
+        resend_to_ps += c.resend_to_ps;
+        duplicates += c.duplicates;
+      }
+      j["switch_orphaned"] = orphaned;
+      j["switch_collisions"] = collisions;
+      j["switch_flushed"] = flushed;
+      j["switch_resend_to_ps"] = resend_to_ps;
+      j["switch_duplicates"] = duplicates;
+    }
     j["ps_frames_per_fragment"] = ps_frames_per_fragment;
     j["errors"] = wrong;
     std::printf("%s\n", j.dump().c_str());
@@ -270,6 +304,7 @@ int ReportWorker(const EndpointSpec& spec, int64_t n, int iterations, const Work
     j["ecn_marks"] = stats.ecn_marks;
     j["window_reductions"] = stats.window_reductions;
     j["loss_events"] = stats.loss_events;
+    j["spurious_timeouts"] = stats.spurious_timeouts;
     j["window"] = stats.window;  // at the end, summed over the queues
     if (!stats.queues.empty()) {
       // Queue 0's smoothed round trip and timeout at the end (diagnosis).

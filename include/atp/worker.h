@@ -131,6 +131,8 @@ struct WorkerQueueStatistics {
   uint64_t pulls_sent = 0;
   uint64_t retransmissions = 0;     // resends: loss, timeout and overflow (fp) resends
   uint64_t timeouts = 0;            // retransmission timeouts
+  uint64_t spurious_timeouts = 0;   // of those, whose resent position was answered twice:
+                                    // spurious (or resent by another worker too)
   uint64_t loss_events = 0;         // fragments declared lost by reordering
   uint64_t collisions = 0;          // parameter packets carrying a new aggregator index
   uint64_t ecn_marks = 0;           // parameter packets with ECN set
@@ -168,6 +170,7 @@ struct WorkerStats {
   uint64_t pulls_sent = 0;
   uint64_t retransmissions = 0;
   uint64_t timeouts = 0;
+  uint64_t spurious_timeouts = 0;
   uint64_t loss_events = 0;
   uint64_t collisions = 0;
   uint64_t ecn_marks = 0;

@@ -696,6 +696,7 @@ void WorkerIoLoop::Publish() {
   s.pulls_sent = e.pulls_sent;
   s.retransmissions = e.resends_loss + e.resends_timeout + e.resends_overflow;
   s.timeouts = e.timeouts;
+  s.spurious_timeouts = e.spurious_timeouts;
   s.loss_events = e.loss_events;
   s.collisions = e.collisions_seen;
   s.ecn_marks = e.ecn_marks;

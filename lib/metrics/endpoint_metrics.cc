@@ -16,6 +16,9 @@ std::vector<Metric> WorkerMetrics(const WorkerStats& s) {
   b.Counter("fragments_sent_total", "Fragments sent for the first time.", s.fragments_sent);
   b.Counter("retransmissions_total", "Fragments resent (loss, timeout, overflow).", s.retransmissions);
   b.Counter("timeouts_total", "Retransmission timeouts.", s.timeouts);
+  b.Counter("spurious_timeouts_total",
+            "Retransmission timeouts whose resent position was answered twice (spurious).",
+            s.spurious_timeouts);
   b.Counter("loss_events_total", "Fragments declared lost by reordering.", s.loss_events);
   b.Counter("collisions_total", "Parameter packets carrying a new aggregator index.", s.collisions);
   b.Counter("ecn_marks_total", "Parameter packets with ECN set.", s.ecn_marks);

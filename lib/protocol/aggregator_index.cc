@@ -1,5 +1,7 @@
 #include "lib/protocol/aggregator_index.h"
 
+#include "atp/wire.h"
+
 namespace atp::protocol {
 namespace {
 
@@ -20,8 +22,14 @@ uint16_t InitialAggregatorIndex(IndexPolicy policy, uint8_t job, uint32_t queue,
   if (policy == IndexPolicy::kSequential) {
     return static_cast<uint16_t>(queue * slots + slot);
   }
-  uint64_t key = (uint64_t{job} << 40) | (uint64_t{queue} << 32) | slot;
-  return static_cast<uint16_t>(Mix64(key) >> 48);
+  // The run holds every queue a job may have; its base is chosen so that it
+  // ends at or below 2^16 (no wrap). A run longer than the index space (more
+  // than 4096 slots on 16 queues) wraps, like any index, modulo 2^16.
+  constexpr uint64_t kIndexSpace = uint64_t{1} << 16;
+  const uint64_t run = uint64_t{wire::kMaxQueues} * slots;
+  const uint64_t bases = run < kIndexSpace ? kIndexSpace - run + 1 : 1;
+  const uint64_t base = Mix64(uint64_t{job} << 40) % bases;
+  return static_cast<uint16_t>(base + uint64_t{queue} * slots + slot);
 }
 
 uint16_t RehashAggregatorIndex(uint8_t job, uint32_t seq, uint16_t old_index) {

@@ -272,6 +272,7 @@ WorkerStats WorkerImpl::stats() const {
     s.pulls_sent += q.pulls_sent;
     s.retransmissions += q.retransmissions;
     s.timeouts += q.timeouts;
+    s.spurious_timeouts += q.spurious_timeouts;
     s.loss_events += q.loss_events;
     s.collisions += q.collisions;
     s.ecn_marks += q.ecn_marks;

@@ -139,7 +139,7 @@ bool WorkerQueueEngine::MaySendNew() const {
 
 bool WorkerQueueEngine::WantsToSend() const {
   if (resends_held_) return MaySendNew();
-  return resend_count_ > 0 || (RecoveryPending() && window_in_flight_ < cc_.window()) ||
+  return resend_count_ > 0 || RecoveryMaySend() ||
          MaySendNew();
 }
 
@@ -155,6 +155,14 @@ void WorkerQueueEngine::HoldResendsTriggeredAt(TimePoint now) {
   if (wait <= TimeDelta::Zero()) return;
   resend_hold_until_ = now + wait;
   resends_held_ = true;
+}
+
+bool WorkerQueueEngine::RecoveryMaySend() const {
+  if (!RecoveryPending() || window_in_flight_ >= cc_.window()) return false;
+  // Originals are being answered: only positions below the highest of them
+  // were passed over; the ones above are most likely on their way too.
+  return recovery_next_ == recovery_probe_ || recovery_evidence_end_ == 0 ||
+         recovery_next_ < recovery_evidence_end_;
 }
 
 void WorkerQueueEngine::CountAgainstWindow(Slot& slot) {
@@ -201,6 +209,8 @@ void WorkerQueueEngine::QueueResend(uint64_t position, ResendCause cause) {
 
 void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
   ++counters_.timeouts;
+  // expected_ is resent first: its answers tell a spurious timeout.
+  spurious_.Arm(expected_);
   rtt_.OnTimeout();
   cc_.OnTimeout();
   // Every fragment in flight is presumed lost: none counts against the
@@ -212,6 +222,8 @@ void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
   window_in_flight_ = 0;
   recovery_next_ = expected_;
   recovery_end_ = next_send_;
+  recovery_probe_ = expected_;
+  recovery_evidence_end_ = 0;
   SkipRecoveredPositions();
   loss_.OnTimeout(expected_, cc_.send_bound());
   jitter_.Redraw();
@@ -323,8 +335,7 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
     SendResend(slot, slot.resend_cause, out, n++);
   }
   SkipRecoveredPositions();
-  while (n < out.capacity && !resends_held_ && RecoveryPending() &&
-         window_in_flight_ < cc_.window()) {
+  while (n < out.capacity && !resends_held_ && RecoveryMaySend()) {
     Slot& slot = SlotOf(recovery_next_);
     ResendCause cause = ResendCause::kTimeout;
     if (slot.resend_queued) {
@@ -459,7 +470,13 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
     results_seen_end_ = std::max(results_seen_end_, position + 1);
   }
   if (position >= next_send_) {
-    if (!TakeEarlyResult(h, payload, position)) ++counters_.ignored_unknown_seq;
+    if (TakeEarlyResult(h, payload, position)) return;
+    ++counters_.ignored_unknown_seq;
+    // A second answer for the position a timeout resent first.
+    if (!h.IsOverflowRequest() &&
+        spurious_.OnDuplicate(h.position(), expected_, config_.slots)) {
+      ++counters_.spurious_timeouts;
+    }
     return;
   }
   Slot& slot = SlotOf(position);
@@ -505,6 +522,12 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
   }
   if (h.ecn) ++counters_.ecn_marks;
   if (slot.timed) TakeRttSample(now - slot.round_trip_start, now);
+  spurious_.OnAnswered(position);  // the position a timeout resent first
+  // An original the timeout presumed lost, answered before it was resent:
+  // the recovery resends only positions below it (RecoveryMaySend).
+  if (!slot.counted && position < recovery_end_) {
+    recovery_evidence_end_ = std::max(recovery_evidence_end_, position + 1);
+  }
 
   slot.state = SlotState::kAcked;
   --in_flight_;

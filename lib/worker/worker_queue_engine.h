@@ -115,6 +115,7 @@
 #include "lib/worker/keep_alive_runs.h"
 #include "lib/worker/loss_detector.h"
 #include "lib/worker/rtt_estimator.h"
+#include "lib/worker/spurious_timeout.h"
 #include "lib/worker/timer_jitter.h"
 #include "lib/worker/worker_queue_config.h"
 
@@ -154,6 +155,8 @@ struct WorkerQueueStats {
   // Events.
   uint64_t loss_events = 0;          // positions declared lost by reordering
   uint64_t timeouts = 0;             // retransmission timeouts
+  uint64_t spurious_timeouts = 0;    // of those, the resent position answered twice
+                                     // (spurious_timeout.h)
   uint64_t window_reductions = 0;    // window halvings (ecn marks, losses): congestion control's
   uint64_t rtt_samples = 0;          // round trips measured
   uint64_t operations_completed = 0;
@@ -358,6 +361,14 @@ class WorkerQueueEngine {
   // longer need a timeout resend (acknowledged, or already resent).
   void SkipRecoveredPositions();
   bool RecoveryPending() const { return recovery_next_ < recovery_end_; }
+  // RecoveryMaySend: the window has room and the recovery's next position is
+  // to be resent now: the position the timeout resends first, or any while
+  // no original it presumed lost has been answered (a burst loss), or one
+  // below the highest such original (passed over: lost). Positions above it
+  // wait for their own answers, or for the next timeout: originals that are
+  // only late (a descheduled peer, switch or PS) were resent by the dozen
+  // before, each answered twice.
+  bool RecoveryMaySend() const;
   // HoldResendsTriggeredAt: a parameter packet that every worker of the job
   // receives at `now` left resends pending: they wait a random spread.
   void HoldResendsTriggeredAt(TimePoint now);
@@ -431,6 +442,7 @@ class WorkerQueueEngine {
   RttEstimator rtt_;
   CongestionController cc_;
   LossDetector loss_;
+  SpuriousTimeoutProbe spurious_;
   TimerJitter jitter_;
   TimePoint rto_deadline_ = TimePoint::Infinite();
   // release_time_: when the latest parameter packet let new positions out of
@@ -455,6 +467,11 @@ class WorkerQueueEngine {
   // flight and not counted await a timeout resend; empty when equal.
   uint64_t recovery_next_ = 0;
   uint64_t recovery_end_ = 0;
+  // recovery_probe_: the lowest position at the last timeout (resent first);
+  // recovery_evidence_end_: one past the highest position the timeout
+  // presumed lost whose original was answered since (0: none).
+  uint64_t recovery_probe_ = 0;
+  uint64_t recovery_evidence_end_ = 0;
 
   std::deque<Operation> ops_;  // not yet popped, in Enqueue order
   size_t send_cursor_ = 0;     // index in ops_ of the op holding next_send_

@@ -21,6 +21,7 @@ inline pybind11::dict QueueStatsDict(const WorkerQueueStatistics& q) {
   d["pulls_sent"] = q.pulls_sent;
   d["retransmissions"] = q.retransmissions;
   d["timeouts"] = q.timeouts;
+  d["spurious_timeouts"] = q.spurious_timeouts;
   d["loss_events"] = q.loss_events;
   d["collisions"] = q.collisions;
   d["ecn_marks"] = q.ecn_marks;
@@ -50,6 +51,7 @@ inline pybind11::dict WorkerStatsDict(const WorkerStats& s) {
   d["pulls_sent"] = s.pulls_sent;
   d["retransmissions"] = s.retransmissions;
   d["timeouts"] = s.timeouts;
+  d["spurious_timeouts"] = s.spurious_timeouts;
   d["loss_events"] = s.loss_events;
   d["collisions"] = s.collisions;
   d["ecn_marks"] = s.ecn_marks;

@@ -448,10 +448,34 @@ TEST_F(WorkerQueueEngineTest, Rule_LateAckOfAnOriginalRemovesItFromTheRecovery) 
   EXPECT_EQ(stats().window, 3u);  // slow start in the timeout's recovery
   AckPositions(sent, {0});
   EXPECT_EQ(stats().window_in_flight, 0u);
-  // Position 3 is the only one left to resend, then new positions may go.
+  // Position 3 is above the highest original answered (2): most likely on
+  // its way as well, it is not resent at once (RecoveryMaySend)...
+  EXPECT_TRUE(SendNow().empty());
+  EXPECT_EQ(stats().recovery_pending, 1u);
+  // ... but at the next timeout, as the position that timeout resends first.
+  now_ = engine_->NextDeadline();
   EXPECT_EQ(Positions(SendNow()), (std::vector<uint64_t>{3}));
   EXPECT_EQ(stats().recovery_pending, 0u);
   EXPECT_EQ(stats().resends_timeout, 2u);
+  EXPECT_EQ(stats().timeouts, 2u);
+}
+
+TEST_F(WorkerQueueEngineTest, Rule_TimeoutRecoveryResendsPositionsPassedOverByAnsweredOriginals) {
+  Start(SmallConfig(16, 8));
+  Enqueue(6 * 62);
+  auto sent = SendNow();
+  ASSERT_EQ(sent.size(), 6u);
+  now_ = engine_->NextDeadline();
+  ASSERT_EQ(Positions(SendNow()), (std::vector<uint64_t>{0}));
+  // 0 answered, then the original of 4 (window 3): 1..3 were passed over
+  // (lost) and are resent; 5 may still come and is not.
+  AckPositions(sent, {0, 4});
+  EXPECT_EQ(stats().window, 3u);
+  EXPECT_EQ(Positions(SendNow()), (std::vector<uint64_t>{1, 2, 3}));
+  AckPositions(sent, {1, 2, 3});
+  EXPECT_TRUE(SendNow().empty());
+  EXPECT_EQ(stats().recovery_pending, 1u);  // 5
+  EXPECT_EQ(stats().resends_timeout, 4u);
 }
 
 TEST_F(WorkerQueueEngineTest, Rule_NewPositionsWaitForTheTimeoutRecovery) {
