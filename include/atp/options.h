@@ -242,7 +242,10 @@ struct ParameterServerOptions {
   // waiting_report_interval: a fragment incomplete for this long makes the PS
   // multicast a status control frame naming the workers that have not
   // contributed to it (at most one per job and queue per interval), so that
-  // workers that stall fail naming them (atp/failure.h). Keep it at most a
+  // workers that stall fail naming them (atp/failure.h), and asks the job's
+  // workers to join that queue again: a result of a restarted PS's
+  // predecessor that some workers lack is then replayed (docs/protocol.md
+  // "Runs and restarts"). Keep it at most a
   // quarter of the jobs' JobOptions::stall_timeout. Positive;
   // absl::InfiniteDuration() never reports.
   absl::Duration waiting_report_interval = absl::Seconds(1);

@@ -116,23 +116,23 @@ bool SetLogLevelFromFlag() {
 // a failure here is a bug in the parser, reported like a bad config).
 absl::Status BuildTables(const SwitchdConfig& config, SwitchDaemonOptions& options) {
   for (const RouteConfig& r : config.routes) {
-    if (absl::Status s = options.routes.Add(r.prefix, r.length, r.port_index); !s.ok()) {
+    if (absl::Status s = options.host.routes.Add(r.prefix, r.length, r.port_index); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(config.path, ":", r.line, ": ", s.message()));
     }
   }
   for (const MulticastConfig& m : config.multicast) {
-    if (absl::Status s = options.multicast.Add(m.group, m.port_indices); !s.ok()) {
+    if (absl::Status s = options.host.multicast.Add(m.group, m.port_indices); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(config.path, ":", m.line, ": ", s.message()));
     }
   }
   for (uint32_t p = 0; p < config.ports.size(); ++p) {
     const PortConfig& port = config.ports[p];
     if (port.admits_parameters && port.admits_gradients) continue;
-    options.admission.RestrictPort(p, port.admits_parameters, port.admits_gradients);
+    options.host.admission.RestrictPort(p, port.admits_parameters, port.admits_gradients);
   }
   for (const JobEntryConfig& job : config.jobs) {
     if (!job.ingress_check) continue;
-    if (absl::Status s = options.admission.Restrict(job.id, job.parameter_ports, job.gradient_ports);
+    if (absl::Status s = options.host.admission.Restrict(job.id, job.parameter_ports, job.gradient_ports);
         !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(config.path, ":", job.line, ": ", s.message()));
     }
@@ -190,11 +190,11 @@ int Main(int argc, char** argv) {
   }
 
   SwitchDaemonOptions options;
-  options.name = config->name;
-  options.pipeline = config->ToPipelineConfig();
+  options.host.name = config->name;
+  options.host.pipeline = config->ToPipelineConfig();
   if (absl::Status s = BuildTables(*config, options); !s.ok()) BadConfig(s);
   if (absl::StatusOr<switch_emulator::SwitchPipeline> p =
-          switch_emulator::SwitchPipeline::Create(options.pipeline);
+          switch_emulator::SwitchPipeline::Create(options.host.pipeline);
       !p.ok()) {
     BadConfig(absl::InvalidArgumentError(absl::StrCat(config_path, ":1: ", p.status().message())));
   }

@@ -24,18 +24,8 @@ absl::StatusOr<std::unique_ptr<SwitchDaemon>> SwitchDaemon::Create(SwitchDaemonO
                                                                    std::vector<DaemonPort> ports) {
   ATP_RETURN_IF_ERROR(options.polling.Validate("SwitchDaemonOptions.polling"));
   if (ports.empty()) return absl::InvalidArgumentError("SwitchDaemon: needs at least one port");
-  SwitchHostOptions host;
-  host.name = options.name;
-  host.pipeline = options.pipeline;
-  host.routes = options.routes;
-  host.multicast = options.multicast;
-  host.admission = options.admission;
-  host.max_burst = options.max_burst;
-  host.tx_attempts = options.tx_attempts;
-  host.orphan_scan_budget = options.orphan_scan_budget;
-  host.orphan_scan_interval = TimeDelta::Zero();  // a bounded scan every round
   ATP_ASSIGN_OR_RETURN(std::unique_ptr<SwitchHost> created,
-                       SwitchHost::Create(std::move(host), std::move(ports)));
+                       SwitchHost::Create(options.host, std::move(ports)));
   if (!options.clock) options.clock = runtime::MonotonicNow;
   return std::unique_ptr<SwitchDaemon>(new SwitchDaemon(std::move(options), std::move(created)));
 }

@@ -3,8 +3,8 @@
 // files, flags or DPDK, so tests drive it over in-process loopback devices.
 //
 //   SwitchDaemonOptions options;
-//   options.pipeline = config.ToPipelineConfig();
-//   options.routes = ...;  options.multicast = ...;
+//   options.host.pipeline = config.ToPipelineConfig();
+//   options.host.routes = ...;  options.host.multicast = ...;
 //   ATP_ASSIGN_OR_RETURN(std::unique_ptr<SwitchDaemon> daemon,
 //                        SwitchDaemon::Create(std::move(options), {{"w0", dev0}, {"up", dev1}}));
 //   ATP_RETURN_IF_ERROR(daemon->Start());     // the datapath thread
@@ -49,18 +49,14 @@ namespace atp::switchd {
 using DaemonPort = HostPort;
 
 struct SwitchDaemonOptions {
-  std::string name = "atp-switchd";
-  switch_emulator::PipelineConfig pipeline;
-  RouteTable routes;          // port indices into the DaemonPort list
-  MulticastTable multicast;   // idem; a job's group is PipelineConfig's multicast_group
-  IngressAdmission admission;  // idem: which ports may bring in each restricted job's frames
+  // host: the datapath's options (name, pipeline, routes, multicast,
+  // admission, bursts, orphan scans; port indices into the DaemonPort list),
+  // given to the SwitchHost as they are. The default orphan_scan_interval
+  // (zero) scans a bounded budget every poll round.
+  SwitchHostOptions host;
   // clock: read once per poll round; unset: CLOCK_MONOTONIC. Tests inject a fake.
   std::function<TimePoint()> clock;
   PollingOptions polling;     // the datapath thread's back-off when idle
-  uint32_t max_burst = 32;    // frames per RxBurst, 1..256
-  uint32_t tx_attempts = 4;   // TxBurst tries (a Flush between) before dropping, >= 1
-  // orphan_scan_budget: aggregators ScanOrphans visits per poll round, >= 1.
-  size_t orphan_scan_budget = 256;
   // on_thread_start / on_thread_stop: run on the datapath thread (DPDK
   // registers it as an lcore there).
   std::function<void()> on_thread_start;

@@ -143,9 +143,9 @@ TEST(PortRateTest, SwitchMarksCeWhenTheRateLimitedEgressHoldsMoreThanTheThreshol
   auto paced = std::make_unique<RateLimitedDevice>(std::move(out.switch_side),
                                                    RateLimit{kRateMbps, 64}, [&] { return now; });
   SwitchDaemonOptions options;
-  options.pipeline.aggregator_count = 16;
-  options.pipeline.ecn_threshold = 4;
-  ASSERT_TRUE(options.routes.Add(Ip("10.1.200.1"), 32, 1).ok());
+  options.host.pipeline.aggregator_count = 16;
+  options.host.pipeline.ecn_threshold = 4;
+  ASSERT_TRUE(options.host.routes.Add(Ip("10.1.200.1"), 32, 1).ok());
   options.clock = [&] { return now; };
   auto daemon = SwitchDaemon::Create(std::move(options),
                                      {{"in", in.switch_side.get()}, {"ps", paced.get()}});

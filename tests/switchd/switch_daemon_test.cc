@@ -146,15 +146,15 @@ class SwitchDaemonTest : public ::testing::Test {
     for (uint32_t t : {kTor0, kTor1}) {
       const uint32_t first = t == kTor0 ? kW0 : kW2;
       SwitchDaemonOptions options = Options(switch_emulator::JobLevels::kLevel1);
-      ASSERT_TRUE(options.routes.Add(nodes_[first].ipv4, 32, 0).ok());
-      ASSERT_TRUE(options.routes.Add(nodes_[first + 1].ipv4, 32, 1).ok());
-      ASSERT_TRUE(options.routes.Add(Ip("0.0.0.0"), 0, 2).ok());
-      ASSERT_TRUE(options.multicast.Add(group, {0, 1}).ok());
-      ASSERT_TRUE(options.multicast.Add(Ip("239.1.0.9"), {0}).ok());
+      ASSERT_TRUE(options.host.routes.Add(nodes_[first].ipv4, 32, 0).ok());
+      ASSERT_TRUE(options.host.routes.Add(nodes_[first + 1].ipv4, 32, 1).ok());
+      ASSERT_TRUE(options.host.routes.Add(Ip("0.0.0.0"), 0, 2).ok());
+      ASSERT_TRUE(options.host.multicast.Add(group, {0, 1}).ok());
+      ASSERT_TRUE(options.host.multicast.Add(Ip("239.1.0.9"), {0}).ok());
       if (restrict_ingress_) {
         // What atp-switchd derives from `ps: [10.1.200.1]` and the group.
         const uint32_t up[] = {2}, workers[] = {0, 1};
-        ASSERT_TRUE(options.admission.Restrict(kJob, up, workers).ok());
+        ASSERT_TRUE(options.host.admission.Restrict(kJob, up, workers).ok());
       }
       std::vector<DaemonPort> ports = {{"w_a", node_links_[first].switch_side.get()},
                                        {"w_b", node_links_[first + 1].switch_side.get()},
@@ -163,13 +163,13 @@ class SwitchDaemonTest : public ::testing::Test {
       Create(t, std::move(options), std::move(ports));
     }
     SwitchDaemonOptions options = Options(switch_emulator::JobLevels::kLevel2);
-    ASSERT_TRUE(options.routes.Add(Ip("10.1.0.0"), 24, 0).ok());
-    ASSERT_TRUE(options.routes.Add(Ip("10.1.1.0"), 24, 1).ok());
-    ASSERT_TRUE(options.routes.Add(nodes_[kPs].ipv4, 32, 2).ok());
-    ASSERT_TRUE(options.multicast.Add(group, {0, 1}).ok());
+    ASSERT_TRUE(options.host.routes.Add(Ip("10.1.0.0"), 24, 0).ok());
+    ASSERT_TRUE(options.host.routes.Add(Ip("10.1.1.0"), 24, 1).ok());
+    ASSERT_TRUE(options.host.routes.Add(nodes_[kPs].ipv4, 32, 2).ok());
+    ASSERT_TRUE(options.host.multicast.Add(group, {0, 1}).ok());
     if (restrict_ingress_) {
       const uint32_t ps[] = {2}, racks[] = {0, 1};
-      ASSERT_TRUE(options.admission.Restrict(kJob, ps, racks).ok());
+      ASSERT_TRUE(options.host.admission.Restrict(kJob, ps, racks).ok());
     }
     Create(kTorPs, std::move(options),
            {{"r0", up_links_[kTor0].node.get()},
@@ -179,9 +179,9 @@ class SwitchDaemonTest : public ::testing::Test {
 
   SwitchDaemonOptions Options(switch_emulator::JobLevels levels) {
     SwitchDaemonOptions options;
-    options.pipeline.aggregator_count = kAggregators;
-    options.pipeline.orphan_timeout = kOrphanTimeout;
-    options.pipeline.jobs.push_back(
+    options.host.pipeline.aggregator_count = kAggregators;
+    options.host.pipeline.orphan_timeout = kOrphanTimeout;
+    options.host.pipeline.jobs.push_back(
         {.job = kJob, .levels = levels, .multicast_group = Ip("239.1.0.1").value});
     options.clock = [this] { return now_; };
     return options;
@@ -650,14 +650,14 @@ class StuckDevice final : public Device {
 TEST(SwitchDaemonBackpressureTest, RefusedFramesAreDroppedCountedAndReturned) {
   StuckDevice in, out_a, out_b;
   SwitchDaemonOptions options;
-  options.pipeline.aggregator_count = kAggregators;
-  options.pipeline.ecn_threshold = 8;
-  options.pipeline.jobs.push_back({.job = kJob,
+  options.host.pipeline.aggregator_count = kAggregators;
+  options.host.pipeline.ecn_threshold = 8;
+  options.host.pipeline.jobs.push_back({.job = kJob,
                                    .levels = switch_emulator::JobLevels::kLevel1,
                                    .multicast_group = Ip("239.1.0.1").value});
-  ASSERT_TRUE(options.routes.Add(Ip("10.1.200.1"), 32, 1).ok());
-  ASSERT_TRUE(options.multicast.Add(Ip("239.1.0.1"), {1, 2}).ok());
-  options.tx_attempts = 3;
+  ASSERT_TRUE(options.host.routes.Add(Ip("10.1.200.1"), 32, 1).ok());
+  ASSERT_TRUE(options.host.multicast.Add(Ip("239.1.0.1"), {1, 2}).ok());
+  options.host.tx_attempts = 3;
   options.clock = [] { return TimePoint::FromNanoseconds(1); };
   auto daemon = SwitchDaemon::Create(std::move(options),
                                      {{"in", &in}, {"a", &out_a}, {"b", &out_b}});
@@ -728,14 +728,14 @@ TEST(SwitchDaemonBackpressureTest, RefusedFramesAreDroppedCountedAndReturned) {
 TEST(SwitchDaemonCreateTest, RefusesBadOptions) {
   StuckDevice a;
   SwitchDaemonOptions bad_burst;
-  bad_burst.max_burst = 0;
+  bad_burst.host.max_burst = 0;
   EXPECT_FALSE(SwitchDaemon::Create(std::move(bad_burst), {{"a", &a}}).ok());
   EXPECT_FALSE(SwitchDaemon::Create(SwitchDaemonOptions{}, {}).ok());
   SwitchDaemonOptions bad_route;
-  ASSERT_TRUE(bad_route.routes.Add(Ip("10.0.0.0"), 8, 3).ok());
+  ASSERT_TRUE(bad_route.host.routes.Add(Ip("10.0.0.0"), 8, 3).ok());
   EXPECT_FALSE(SwitchDaemon::Create(std::move(bad_route), {{"a", &a}}).ok());
   SwitchDaemonOptions bad_base;
-  bad_base.pipeline.base_port = 40000;
+  bad_base.host.pipeline.base_port = 40000;
   EXPECT_FALSE(SwitchDaemon::Create(std::move(bad_base), {{"a", &a}}).ok());
   SwitchDaemonOptions bad_admission;
   const uint32_t beyond[] = {1};
