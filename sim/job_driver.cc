@@ -18,8 +18,10 @@ JobDriver::JobDriver(Simulator* sim, const JobNodes& job, const WorkloadConfig& 
   workers_.resize(job.workers.size());
   for (size_t w = 0; w < workers_.size(); ++w) {
     workers_[w].node = job.workers[w];
-    workers_[w].input.resize(workload.values);
-    workers_[w].output.resize(workload.values);
+    WorkerState& worker = workers_[w];
+    worker.values = std::make_unique_for_overwrite<float[]>(2 * workload.values);
+    worker.input = {worker.values.get(), workload.values};
+    worker.output = {worker.values.get() + workload.values, workload.values};
     const int index = static_cast<int>(w);
     workers_[w].node->SetCompletionCallback(
         [this, index](WorkerNode&, uint64_t, TimePoint now) { OnComplete(index, now); });
