@@ -5,18 +5,6 @@
 
 namespace atp::sim {
 
-transport::FrameRef PacketFramePool::Wrap(PacketPtr packet) {
-  ++held_;
-  Packet* raw = packet.release();
-  return transport::FrameRef{raw->bytes.data(), this, reinterpret_cast<uintptr_t>(raw),
-                             static_cast<uint32_t>(wire::kFrameBytes)};
-}
-
-PacketPtr PacketFramePool::Unwrap(const transport::FrameRef& frame) {
-  --held_;
-  return PacketPtr(reinterpret_cast<Packet*>(static_cast<uintptr_t>(frame.handle)));
-}
-
 size_t PacketFramePool::AllocBurst(std::span<transport::FrameRef> frames) {
   for (transport::FrameRef& frame : frames) {
     frame = Wrap(pool_->Allocate());
@@ -53,11 +41,6 @@ size_t SimPort::RxBurst(std::span<transport::FrameRef> frames) {
   }
   stats_.rx_frames += n;
   return n;
-}
-
-void SimPort::Send(PacketPtr packet) {
-  ++stats_.tx_frames;
-  egress_->Send(std::move(packet));  // a full queue drops it (the link counts tail drops)
 }
 
 size_t SimPort::Room(size_t offered) {

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 
 #include "atp/transport.h"
 #include "sim/link.h"
@@ -49,8 +50,16 @@ class PacketFramePool final : public transport::FramePool {
   size_t headroom() const override { return 0; }
 
   // Wrap: `packet` as a FrameRef of this pool (whole frame). Unwrap: back.
-  transport::FrameRef Wrap(PacketPtr packet);
-  PacketPtr Unwrap(const transport::FrameRef& frame);
+  transport::FrameRef Wrap(PacketPtr packet) {
+    ++held_;
+    Packet* raw = packet.release();
+    return transport::FrameRef{raw->bytes.data(), this, reinterpret_cast<uintptr_t>(raw),
+                               static_cast<uint32_t>(wire::kFrameBytes)};
+  }
+  PacketPtr Unwrap(const transport::FrameRef& frame) {
+    --held_;
+    return PacketPtr(reinterpret_cast<Packet*>(static_cast<uintptr_t>(frame.handle)));
+  }
 
  private:
   static constexpr size_t kCapacity = size_t{1} << 40;  // unbounded in practice
@@ -103,7 +112,10 @@ class SimPort final : public transport::Device, public transport::Queue {
   transport::QueueStats stats() const override { return stats_; }
 
  private:
-  void Send(PacketPtr packet);
+  void Send(PacketPtr packet) {
+    ++stats_.tx_frames;
+    egress_->Send(std::move(packet));  // a full queue drops it (the link counts tail drops)
+  }
   // Room: how many of `offered` frames the port takes now.
   size_t Room(size_t offered);
 
