@@ -37,6 +37,8 @@ JobDriver::JobDriver(Simulator* sim, const JobNodes& job, const WorkloadConfig& 
     worker.values = std::make_unique_for_overwrite<float[]>(2 * workload.values);
     worker.input = {worker.values.get(), workload.values};
     worker.output = {worker.values.get() + workload.values, workload.values};
+    // Touch every page now, while the experiment is set up, not in its run.
+    FillWithNan({worker.values.get(), 2 * workload.values});
     const int index = static_cast<int>(w);
     workers_[w].node->SetCompletionCallback(
         [this, index](WorkerNode&, uint64_t, TimePoint now) { OnComplete(index, now); });

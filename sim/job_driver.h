@@ -49,8 +49,8 @@ class JobDriver {
  private:
   struct WorkerState {
     WorkerNode* node = nullptr;
-    // input and output: halves of `values`, left uninitialised (FillInput
-    // writes every input, StartIteration poisons every output).
+    // input and output: halves of `values` (NaN until FillInput writes the
+    // input and StartIteration poisons the output).
     std::unique_ptr<float[]> values;
     std::span<float> input;
     std::span<float> output;
