@@ -53,7 +53,7 @@ AtpSwitchNode::AtpSwitchNode(std::string name, Simulator* sim, PacketPool* pool,
                              uint16_t base_port)
     : Node(name),
       sim_(sim),
-      pool_(pool),
+      frames_(pool),
       base_port_(base_port),
       scan_period_(orphan_scan_period > TimeDelta::Zero() ? orphan_scan_period
                                                           : TimeDelta::FromMilliseconds(1)),
@@ -76,7 +76,7 @@ void AtpSwitchNode::SyncPorts() {
   while (sim_ports_.size() < static_cast<size_t>(port_count())) {
     const int index = static_cast<int>(sim_ports_.size());
     transport::DeviceAddress address;
-    sim_ports_.push_back(std::make_unique<SimPort>(pool_, port(index), address, base_port_));
+    sim_ports_.push_back(std::make_unique<SimPort>(&frames_, port(index), address, base_port_));
     Check(host_->AddPort({absl::StrCat(name(), "/", index), sim_ports_.back().get()}));
   }
 }

@@ -68,7 +68,7 @@ class AtpSwitchNode : public Node, public Actor {
   void MaybeScheduleScan(TimePoint now);
 
   Simulator* sim_;
-  PacketPool* pool_;
+  PacketFramePool frames_;  // the ports' pools: a forwarded frame is not copied
   uint16_t base_port_;
   TimeDelta scan_period_;
   std::unique_ptr<switchd::SwitchHost> host_;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,11 @@ class JobDriver {
  private:
   struct WorkerState {
     WorkerNode* node = nullptr;
-    std::vector<float> input;
-    std::vector<float> output;
+    // input and output: halves of `values` (NaN until FillInput writes the
+    // input and StartIteration poisons the output).
+    std::unique_ptr<float[]> values;
+    std::span<float> input;
+    std::span<float> output;
     int iteration = 0;  // the iteration running (== iterations when finished)
     std::unique_ptr<Alarm> start_alarm;  // WorkloadConfig::start_jitter
   };

@@ -42,10 +42,12 @@ TimeDelta Link::serialization_time() const {
 
 uint32_t Link::QueueDepth() const {
   const int64_t now_ps = sim_->Now().ToNanoseconds() * kPicosPerNano;
-  if (busy_until_ps_ <= now_ps) return 0;
+  const int64_t left_ps = busy_until_ps_ - now_ps;
+  if (left_ps <= 0) return 0;
+  if (left_ps <= serialization_ps_) return 1;  // the common case, without a division
   // Frames are equal-sized and leave back to back, so the frames still in the
   // queue are those whose serialization ends after now.
-  return static_cast<uint32_t>(CeilDiv(busy_until_ps_ - now_ps, serialization_ps_));
+  return static_cast<uint32_t>(CeilDiv(left_ps, serialization_ps_));
 }
 
 TimePoint Link::TimeWhenDepthAtMost(uint32_t depth) const {

@@ -8,22 +8,12 @@ PacketPool::~PacketPool() = default;
 
 void PacketPool::Grow() {
   auto slab = std::make_unique<Packet[]>(kPacketsPerSlab);
-  free_.reserve(free_.size() + kPacketsPerSlab);
-  for (size_t i = kPacketsPerSlab; i-- > 0;) {
+  for (size_t i = kPacketsPerSlab; i-- > 0;) {  // slab[0] is handed out first
     slab[i].pool = this;
-    free_.push_back(&slab[i]);
+    slab[i].next_free = free_;
+    free_ = &slab[i];
   }
   storage_.push_back(std::move(slab));
-}
-
-PacketPtr PacketPool::Allocate() {
-  if (free_.empty()) [[unlikely]] {
-    Grow();
-  }
-  Packet* packet = free_.back();
-  free_.pop_back();
-  ++outstanding_;
-  return PacketPtr(packet);
 }
 
 PacketPtr PacketPool::Clone(const Packet& packet) {

@@ -45,7 +45,8 @@ PsNode::PsNode(std::string name, Simulator* sim, PacketPool* pool, uint32_t ip,
     : Node(std::move(name)),
       sim_(sim),
       ip_(ip),
-      nic_(pool, nullptr, AddressOf(ip), base_port),
+      frames_(pool),
+      nic_(&frames_, nullptr, AddressOf(ip), base_port),
       packet_service_(packet_service) {}
 
 PsNode::~PsNode() { sim_->Unschedule(this); }

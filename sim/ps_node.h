@@ -62,6 +62,7 @@ class PsNode : public Node, public Actor {
 
   Simulator* sim_;
   uint32_t ip_;
+  PacketFramePool frames_;  // the NIC's pools
   SimPort nic_;
   std::unique_ptr<runtime::PsIoLoop> loop_;
   // The single server (packet_service_ > 0): frames waiting, and when the

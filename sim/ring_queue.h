@@ -25,8 +25,10 @@ class RingQueue {
   T& front() { return slots_[head_]; }
   const T& front() const { return slots_[head_]; }
 
-  void push_back(T value) {
-    if (size_ == slots_.size()) Grow();
+  void push_back(T&& value) {
+    if (size_ == slots_.size()) [[unlikely]] {
+      Grow();
+    }
     slots_[(head_ + size_) & (slots_.size() - 1)] = std::move(value);
     ++size_;
   }
@@ -40,7 +42,7 @@ class RingQueue {
   }
 
  private:
-  void Grow() {
+  [[gnu::noinline]] void Grow() {
     std::vector<T> bigger(slots_.size() * 2);
     for (size_t i = 0; i < size_; ++i) {
       bigger[i] = std::move(slots_[(head_ + i) & (slots_.size() - 1)]);

@@ -5,18 +5,6 @@
 
 namespace atp::sim {
 
-transport::FrameRef PacketFramePool::Wrap(PacketPtr packet) {
-  ++held_;
-  Packet* raw = packet.release();
-  return transport::FrameRef{raw->bytes.data(), this, reinterpret_cast<uintptr_t>(raw),
-                             static_cast<uint32_t>(wire::kFrameBytes)};
-}
-
-PacketPtr PacketFramePool::Unwrap(const transport::FrameRef& frame) {
-  --held_;
-  return PacketPtr(reinterpret_cast<Packet*>(static_cast<uintptr_t>(frame.handle)));
-}
-
 size_t PacketFramePool::AllocBurst(std::span<transport::FrameRef> frames) {
   for (transport::FrameRef& frame : frames) {
     frame = Wrap(pool_->Allocate());
@@ -29,9 +17,9 @@ void PacketFramePool::FreeBurst(std::span<const transport::FrameRef> frames) {
   for (const transport::FrameRef& frame : frames) Unwrap(frame);  // returns to the PacketPool
 }
 
-SimPort::SimPort(PacketPool* pool, Link* egress, const transport::DeviceAddress& address,
+SimPort::SimPort(PacketFramePool* frames, Link* egress, const transport::DeviceAddress& address,
                  uint16_t base_port, uint32_t queue, TxMode tx_mode)
-    : frames_(pool),
+    : frames_(frames),
       egress_(egress),
       address_(address),
       base_port_(base_port),
@@ -43,7 +31,7 @@ SimPort::SimPort(PacketPool* pool, Link* egress, const transport::DeviceAddress&
 }
 
 SimPort::~SimPort() {
-  while (!rx_.empty()) frames_.Unwrap(rx_.pop_front());
+  while (!rx_.empty()) frames_->Unwrap(rx_.pop_front());
 }
 
 size_t SimPort::RxBurst(std::span<transport::FrameRef> frames) {
@@ -53,11 +41,6 @@ size_t SimPort::RxBurst(std::span<transport::FrameRef> frames) {
   }
   stats_.rx_frames += n;
   return n;
-}
-
-void SimPort::Send(PacketPtr packet) {
-  ++stats_.tx_frames;
-  egress_->Send(std::move(packet));  // a full queue drops it (the link counts tail drops)
 }
 
 size_t SimPort::Room(size_t offered) {
@@ -72,8 +55,8 @@ size_t SimPort::Room(size_t offered) {
 size_t SimPort::TxBurst(std::span<const transport::FrameRef> all_frames) {
   const std::span<const transport::FrameRef> frames = all_frames.first(Room(all_frames.size()));
   for (const transport::FrameRef& frame : frames) {
-    if (frame.pool == &frames_ && frame.length == wire::kFrameBytes) {
-      Send(frames_.Unwrap(frame));
+    if (frame.pool == frames_ && frame.length == wire::kFrameBytes) {
+      Send(frames_->Unwrap(frame));
       continue;
     }
     // A frame of another pool (or not a whole ATP frame): copied into a packet.
@@ -83,10 +66,10 @@ size_t SimPort::TxBurst(std::span<const transport::FrameRef> all_frames) {
       continue;
     }
     transport::FrameRef copy;
-    frames_.AllocBurst({&copy, 1});
+    frames_->AllocBurst({&copy, 1});
     std::memcpy(copy.data, frame.data, wire::kFrameBytes);
     transport::ReleaseFrames({&frame, 1});
-    Send(frames_.Unwrap(copy));
+    Send(frames_->Unwrap(copy));
   }
   return frames.size();
 }
@@ -99,10 +82,10 @@ size_t SimPort::TxSegmented(const transport::SegmentationJob& job) {
   const size_t n = Room(job.size());
   for (size_t i = 0; i < n; ++i) {
     transport::FrameRef frame;
-    frames_.AllocBurst({&frame, 1});
+    frames_->AllocBurst({&frame, 1});
     transport::WriteSegmentFrame(job, i, std::span<uint8_t, wire::kFrameBytes>(frame.data, wire::kFrameBytes));
     frame.length = wire::kFrameBytes;
-    Send(frames_.Unwrap(frame));
+    Send(frames_->Unwrap(frame));
   }
   if (n > 0) ++stats_.tx_segmentation_jobs;
   return n;

@@ -12,11 +12,13 @@
 // queue has room for and reports the rest as not taken, as a full TX ring does
 // (TxMode::kBackpressure), so a host never drops its own frames. Several
 // SimPorts (queues 0..n-1 of a worker's NIC) may share one link. Frames are
-// the simulator's Packets: a
-// FrameRef's handle is its Packet*, and both pools of the queue are a
-// PacketFramePool over the simulation's PacketPool.
+// the simulator's Packets: a FrameRef's handle is its Packet*, and both pools
+// of the queue are a PacketFramePool over the simulation's PacketPool. The
+// ports of one node share one PacketFramePool, so a frame received on one
+// port and sent on another (a switch forwarding) leaves without a copy.
 //
-//   SimPort port(&pool, link, address, base_port);
+//   PacketFramePool frames(&pool);      // outlives the node's ports
+//   SimPort port(&frames, link, address, base_port);
 //   port.Deliver(std::move(packet));   // from Node::Receive
 //   host->PollPort(index, now);        // RxBurst, pipeline, TxBurst onto links
 #ifndef ATP_SIM_SIM_PORT_H_
@@ -24,6 +26,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 
 #include "atp/transport.h"
 #include "sim/link.h"
@@ -47,8 +50,16 @@ class PacketFramePool final : public transport::FramePool {
   size_t headroom() const override { return 0; }
 
   // Wrap: `packet` as a FrameRef of this pool (whole frame). Unwrap: back.
-  transport::FrameRef Wrap(PacketPtr packet);
-  PacketPtr Unwrap(const transport::FrameRef& frame);
+  transport::FrameRef Wrap(PacketPtr packet) {
+    ++held_;
+    Packet* raw = packet.release();
+    return transport::FrameRef{raw->bytes.data(), this, reinterpret_cast<uintptr_t>(raw),
+                               static_cast<uint32_t>(wire::kFrameBytes)};
+  }
+  PacketPtr Unwrap(const transport::FrameRef& frame) {
+    --held_;
+    return PacketPtr(reinterpret_cast<Packet*>(static_cast<uintptr_t>(frame.handle)));
+  }
 
  private:
   static constexpr size_t kCapacity = size_t{1} << 40;  // unbounded in practice
@@ -60,9 +71,10 @@ class SimPort final : public transport::Device, public transport::Queue {
  public:
   enum class TxMode : uint8_t { kTailDrop, kBackpressure };
 
-  // `pool` and `egress` (the Link the port sends on; null: Attach it before
-  // the first TxBurst) outlive the port. `queue`: the queue index it reports.
-  SimPort(PacketPool* pool, Link* egress, const transport::DeviceAddress& address,
+  // `frames` (shared by the node's ports) and `egress` (the Link the port
+  // sends on; null: Attach it before the first TxBurst) outlive the port.
+  // `queue`: the queue index it reports.
+  SimPort(PacketFramePool* frames, Link* egress, const transport::DeviceAddress& address,
           uint16_t base_port, uint32_t queue = 0, TxMode tx_mode = TxMode::kTailDrop);
   ~SimPort() override;
 
@@ -79,7 +91,7 @@ class SimPort final : public transport::Device, public transport::Queue {
   }
 
   // Deliver: a frame that arrived on the port, for the next RxBurst.
-  void Deliver(PacketPtr packet) { rx_.push_back(frames_.Wrap(std::move(packet))); }
+  void Deliver(PacketPtr packet) { rx_.push_back(frames_->Wrap(std::move(packet))); }
 
   // transport::Device
   std::string_view backend() const override { return "sim"; }
@@ -95,16 +107,19 @@ class SimPort final : public transport::Device, public transport::Queue {
   size_t TxBurst(std::span<const transport::FrameRef> frames) override;
   size_t TxSegmented(const transport::SegmentationJob& job) override;
   size_t Flush() override { return egress_->QueueDepth(); }
-  transport::FramePool& rx_pool() override { return frames_; }
-  transport::FramePool& tx_pool() override { return frames_; }
+  transport::FramePool& rx_pool() override { return *frames_; }
+  transport::FramePool& tx_pool() override { return *frames_; }
   transport::QueueStats stats() const override { return stats_; }
 
  private:
-  void Send(PacketPtr packet);
+  void Send(PacketPtr packet) {
+    ++stats_.tx_frames;
+    egress_->Send(std::move(packet));  // a full queue drops it (the link counts tail drops)
+  }
   // Room: how many of `offered` frames the port takes now.
   size_t Room(size_t offered);
 
-  PacketFramePool frames_;
+  PacketFramePool* frames_;
   Link* egress_;
   transport::DeviceAddress address_;
   uint16_t base_port_;

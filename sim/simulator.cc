@@ -60,21 +60,34 @@ void Simulator::PopTop() {
 }
 
 void Simulator::SiftDown(const Event& event) {
+  // Locals for the array and the best child's key: stores into the heap
+  // would otherwise make the compiler reload them at every step.
+  Event* const heap = heap_.data();
   const size_t n = heap_.size();
   size_t i = 0;
   while (true) {
     const size_t first = kArity * i + 1;
     if (first >= n) break;
     size_t best = first;
+    int64_t best_time = heap[first].time_ns;
+    uint64_t best_sequence = heap[first].sequence;
     const size_t end = first + kArity < n ? first + kArity : n;
     for (size_t c = first + 1; c < end; ++c) {
-      if (Before(heap_[c], heap_[best])) best = c;
+      const int64_t time = heap[c].time_ns;
+      if (time < best_time || (time == best_time && heap[c].sequence < best_sequence)) {
+        best = c;
+        best_time = time;
+        best_sequence = heap[c].sequence;
+      }
     }
-    if (!Before(heap_[best], event)) break;
-    heap_[i] = heap_[best];
+    if (event.time_ns < best_time ||
+        (event.time_ns == best_time && event.sequence < best_sequence)) {
+      break;
+    }
+    heap[i] = heap[best];
     i = best;
   }
-  heap_[i] = event;
+  heap[i] = event;
 }
 
 void Simulator::DropCancelled() {

@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<WorkerNode>> WorkerNode::Create(std::string name,
   loop_config.join_at_start = true;
   loop_config.incarnation = (uint64_t{config.ip} << 32) | 1;
   for (uint32_t q = 0; q < config.queues; ++q) {
-    node->ports_.push_back(std::make_unique<SimPort>(pool, nullptr, loop_config.self,
+    node->ports_.push_back(std::make_unique<SimPort>(&node->frames_, nullptr, loop_config.self,
                                                      config.base_port, q,
                                                      SimPort::TxMode::kBackpressure));
     worker::WorkerQueueConfig engine_config = config.engine;
@@ -66,9 +66,13 @@ absl::StatusOr<std::unique_ptr<WorkerNode>> WorkerNode::Create(std::string name,
   return node;
 }
 
-WorkerNode::WorkerNode(std::string name, Simulator* sim, PacketPool*,
+WorkerNode::WorkerNode(std::string name, Simulator* sim, PacketPool* pool,
                        const WorkerNodeConfig& config, scheduler::FragmentScheduler scheduler)
-    : Node(std::move(name)), sim_(sim), config_(config), scheduler_(std::move(scheduler)) {}
+    : Node(std::move(name)),
+      sim_(sim),
+      config_(config),
+      scheduler_(std::move(scheduler)),
+      frames_(pool) {}
 
 WorkerNode::~WorkerNode() {
   sim_->Unschedule(this);

@@ -113,6 +113,7 @@ class WorkerNode : public Node, public Actor {
   WorkerNodeConfig config_;
   scheduler::FragmentScheduler scheduler_;
   std::vector<scheduler::Piece> pieces_;  // scratch
+  PacketFramePool frames_;                // the NIC queues' pools
   std::vector<std::unique_ptr<SimPort>> ports_;                // [queue]: the NIC's queues
   std::vector<std::unique_ptr<runtime::WorkerIoLoop>> loops_;  // [queue]
   // Start-ed operations not yet reported, in Start order.

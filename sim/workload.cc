@@ -13,6 +13,8 @@ namespace atp::sim {
 namespace {
 
 constexpr size_t kLanes = wire::kValuesPerFragment;
+// kBlock: values per block of the loops written for the vectorizer.
+constexpr size_t kBlock = 8;
 
 bool SameBits(float a, float b) {
   uint32_t x, y;
@@ -42,6 +44,22 @@ void FillInput(const WorkloadConfig& config, uint8_t job, int worker, int worker
   constexpr float kUnit = 0x1.0p-23f;
   const size_t n = out.size();
   size_t i = 0;
+  // Blocks of eight values (four Next()s), converted in a loop of fixed
+  // length that the compiler vectorizes (at -O2 only such loops are): the
+  // same values in the same order as the pairs below. 24 bits convert
+  // exactly from int32 as from uint64.
+  for (; i + kBlock <= n; i += kBlock) {
+    uint32_t bits[kBlock];
+    for (size_t k = 0; k < kBlock; k += 2) {
+      const uint64_t x = random.Next();
+      bits[k] = static_cast<uint32_t>(x);
+      bits[k + 1] = static_cast<uint32_t>(x >> 32);
+    }
+    for (size_t k = 0; k < kBlock; ++k) {
+      out[i + k] =
+          (static_cast<float>(static_cast<int32_t>(bits[k] & 0xFFFFFF)) * kUnit - 1.0f) * amplitude;
+    }
+  }
   for (; i + 1 < n; i += 2) {
     const uint64_t x = random.Next();
     out[i] = (static_cast<float>(x & 0xFFFFFF) * kUnit - 1.0f) * amplitude;
@@ -111,7 +129,11 @@ void ExpectedResult::Reset() {
 void ExpectedResult::Add(int worker, std::span<const float> input) {
   const size_t n = config_.values;
   Quantize(input.first(n), config_.scale, quantized_);
-  for (size_t i = 0; i < n; ++i) sum_[i] += quantized_[i];
+  size_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {  // fixed-length blocks: vectorized
+    for (size_t k = 0; k < kBlock; ++k) sum_[i + k] += quantized_[i + k];
+  }
+  for (; i < n; ++i) sum_[i] += quantized_[i];
   ++added_;
   if (special_count_ == 0) return;
   float* rows = special_rows_.data() + static_cast<size_t>(worker) * special_count_ * kLanes;

@@ -242,7 +242,7 @@ bool WorkerIoLoop::Receive(TimePoint now) {
   }
   frames_received_ += total;
   if (total > 0 && !failed_) {
-    const uint64_t completions = engine_->stats().parameter_packets;
+    const uint64_t completions = engine_->parameter_packets();
     if (completions != completions_seen_) {
       completions_seen_ = completions;
       stall_.OnProgress(now);

@@ -265,6 +265,9 @@ class WorkerQueueEngine {
   uint64_t ResultsAfterLowest(std::span<uint32_t> bits) const;
 
   WorkerQueueStats stats() const;
+  // parameter_packets: stats().parameter_packets without building the rest
+  // (the I/O loop reads it after every receive, to see progress).
+  uint64_t parameter_packets() const { return counters_.parameter_packets; }
   const WorkerQueueConfig& config() const { return config_; }
   RttEstimator::DebugState rtt_debug_state() const { return rtt_.debug_state(); }
   CongestionController::DebugState cc_debug_state() const { return cc_.debug_state(); }

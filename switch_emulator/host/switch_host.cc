@@ -176,6 +176,9 @@ void SwitchHost::FlushAll() {
 
 void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
   release_count_ = 0;
+  // A burst of one frame: each copy leaves at once (one TxBurst per egress
+  // queue, in the order staging would have sent them), without staging.
+  transmit_at_once_ = n == 1;
   const bool check_ingress = options_.admission.active();
   for (size_t k = 0; k < n; ++k) {
     if (k + kPrefetchDistance < n) pipeline_.PrefetchAggregator(rx_[k + kPrefetchDistance].bytes());
@@ -323,6 +326,10 @@ void SwitchHost::Multicast(uint32_t in_port, const FrameRef& frame, uint32_t gro
 
 void SwitchHost::Stage(uint32_t port, uint32_t queue, const FrameRef& frame) {
   const size_t slot = Slot(port, queue);
+  if (transmit_at_once_) {
+    Send(port, queue, {&frame, 1});
+    return;
+  }
   Staging& s = staging_[slot];
   if (s.count == 0) touched_.push_back(slot);
   s.frames[s.count++] = frame;
@@ -337,19 +344,23 @@ void SwitchHost::TransmitStaged() {
 void SwitchHost::Transmit(size_t slot) {
   Staging& s = staging_[slot];
   if (s.count == 0) return;
-  const uint32_t port = static_cast<uint32_t>(slot / transport::kMaxQueues);
-  transport::Queue& queue = ports_[port].device->queue(static_cast<uint32_t>(slot % transport::kMaxQueues));
+  Send(static_cast<uint32_t>(slot / transport::kMaxQueues),
+       static_cast<uint32_t>(slot % transport::kMaxQueues), {s.frames.data(), s.count});
+  s.count = 0;
+}
+
+void SwitchHost::Send(uint32_t port, uint32_t queue_index, std::span<const FrameRef> frames) {
+  transport::Queue& queue = ports_[port].device->queue(queue_index);
   size_t sent = 0;
-  for (uint32_t attempt = 0; attempt < options_.tx_attempts && sent < s.count; ++attempt) {
-    sent += queue.TxBurst({s.frames.data() + sent, s.count - sent});
-    if (sent < s.count) held_[slot] = static_cast<uint32_t>(queue.Flush());
+  for (uint32_t attempt = 0; attempt < options_.tx_attempts && sent < frames.size(); ++attempt) {
+    sent += queue.TxBurst(frames.subspan(sent));
+    if (sent < frames.size()) held_[Slot(port, queue_index)] = static_cast<uint32_t>(queue.Flush());
   }
   ports_[port].counters.tx_frames += sent;
-  if (sent < s.count) {
-    ports_[port].counters.tx_dropped_backpressure += s.count - sent;
-    transport::ReleaseFrames({s.frames.data() + sent, s.count - sent});
+  if (sent < frames.size()) {
+    ports_[port].counters.tx_dropped_backpressure += frames.size() - sent;
+    transport::ReleaseFrames(frames.subspan(sent));
   }
-  s.count = 0;
 }
 
 void SwitchHost::Release(const FrameRef& frame) {

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -172,9 +173,14 @@ class SwitchHost {
   void Unicast(uint32_t in_port, const transport::FrameRef& frame, std::optional<uint32_t> port);
   void Multicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t group);
   uint32_t EgressQueue(const transport::FrameRef& frame, uint32_t port) const;
+  // Stage: `frame` for (port, queue): staged until the burst ends (or the
+  // staging is full), or sent at once in a burst of one frame.
   void Stage(uint32_t port, uint32_t queue, const transport::FrameRef& frame);
   void TransmitStaged();
   void Transmit(size_t slot);
+  // Send: TxBurst of `frames` on (port, queue), tx_attempts tries; what the
+  // queue refuses is dropped and counted.
+  void Send(uint32_t port, uint32_t queue, std::span<const transport::FrameRef> frames);
   void Release(const transport::FrameRef& frame);
 
   static absl::Status CheckPort(const HostPort& port, size_t index, uint16_t base_port);
@@ -196,6 +202,7 @@ class SwitchHost {
   std::vector<Staging> staging_;     // [Slot(port, queue)]
   std::vector<size_t> touched_;      // slots with staged frames
   std::vector<uint32_t> held_;       // [Slot(port, queue)]: Flush's last answer
+  bool transmit_at_once_ = false;    // the burst being handled has one frame
 };
 
 }  // namespace atp::switchd
