@@ -71,7 +71,7 @@ class ContributionJob {
  public:
   // slots: the window slots per queue, the workers' and the PS's alike.
   ContributionJob(std::vector<int> workers_per_rack, bool ps_accepts_declared = true,
-                  uint32_t slots = 64)
+                  uint32_t slots = 64, TimeDelta orphan_timeout = TimeDelta::FromSeconds(2))
       : shape_{.job = kJob,
                .workers_per_rack = std::vector<uint8_t>(workers_per_rack.begin(),
                                                         workers_per_rack.end())} {
@@ -92,6 +92,7 @@ class ContributionJob {
     ps::PsConfig config;
     config.jobs.push_back(shape_);
     config.slots = slots;
+    config.orphan_timeout = orphan_timeout;
     if (ps_accepts_declared) config.contribution_skipping_jobs = {kJob};
     auto ps = ps::PsEngine::Create(config);
     EXPECT_TRUE(ps.ok()) << ps.status();
@@ -207,6 +208,18 @@ class ContributionJob {
     std::vector<float> out(values);
     Dequantize(sum32, kScale, out);
     return out;
+  }
+
+  // ReportWaiting: what the PS host multicasts as kWaitingForWorkers status
+  // frames (PsShard::ReportWaiting): the oldest live fragment of every queue
+  // (live for at least `older_than`), handed to every worker's engine of
+  // that queue as the worker's I/O loop hands it over.
+  void ReportWaiting(TimePoint now, TimeDelta older_than) {
+    std::vector<ps::WaitingReport> reports;
+    ps_->CollectWaiting(now, older_than, reports);
+    for (const ps::WaitingReport& report : reports) {
+      for (auto& queues : engines_) queues[report.queue]->OnJobWaitsAt(report.position);
+    }
   }
 
   // Hold: worker `rank` collects no sends (and so reaches no position) until
@@ -622,6 +635,62 @@ TEST(SkipContributionsTest, NonContributorFarBehindCatchesUp) {
     EXPECT_EQ(job.engine(1, 0).stats().keep_alives_sent, keep_alives[1]);
     EXPECT_EQ(job.engine(0, 0).stats().fragments_sent, 40u);  // its real contributions
     ExpectExact(job, kFragments, skip);  // the zeros changed no sum
+  }
+}
+
+TEST(SkipContributionsTest, WorkerBehindTheJobPullsAtOnceWhereThePsReportsTheJobWaits) {
+  // The PS-alone benchmark's remaining stall (bench/RESULTS.md, session 18),
+  // made deterministic: 2 workers, 16 slots, static k = 1, 160 fragments:
+  // slice 0 (positions 0..79) lacks worker 0. Worker 0 is held and loses
+  // every parameter packet meanwhile (its receive ring overflowed while its
+  // thread did not run); worker 1 completes generations 0..3 of every slot
+  // (positions 0..63) alone and waits at 64..79 for worker 0's keep-alives.
+  // Worker 0 has seen no result, so nothing tells it that 0..63 are done: it
+  // reaches them a window at a time and pulls each window only when its
+  // retransmission timer fires, while the job stands still and the PS
+  // releases worker 1's partial sums at 65..79 as orphans (worker 1 resends
+  // only its lowest position after a timeout). In the benchmark, with 1,024
+  // slots and thousands of positions to catch up, that crawl outlasted the
+  // stall timeout. With the PS's report of where the job waits (position
+  // 64), worker 0 pulls everything below it at once: no timeout, no orphan.
+  constexpr uint32_t kSlots = 16;
+  constexpr uint64_t kFragments = 160;
+  // Shorter than the crawl, longer than worker 1's resend interval.
+  const TimeDelta orphan_timeout = TimeDelta::FromMilliseconds(30);
+  for (const bool reported : {false, true}) {
+    SCOPED_TRACE(reported ? "the PS reports where the job waits" : "no report");
+    ContributionJob job({2}, /*ps_accepts_declared=*/true, kSlots, orphan_timeout);
+    const SkipOptions skip =
+        Contributions({.mode = SkipMode::kStatic, .reduce_scatter_steps = 1});
+    std::vector<std::vector<float>> inputs;
+    for (int r = 0; r < 2; ++r) inputs.push_back(Input(kFragments * 62, r));
+    job.Start(std::move(inputs), skip, /*split=*/kFragments);
+    job.Hold(0);
+    job.Pump(kT0, [](int rank, const wire::AtpMessage&) { return rank == 0; });
+    ASSERT_EQ(job.ps().counters().completed, 64u);  // generations 0..3: worker 1 alone
+    job.Hold(-1);
+    job.Pump(kT0);  // worker 0 reaches its first window of positions; nothing to pull yet
+    EXPECT_EQ(job.engine(0, 0).stats().pulls_sent, 0u);
+    if (reported) {
+      job.ReportWaiting(kT0, TimeDelta::Zero());
+      job.Pump(kT0);
+      // Caught up and done without any timer.
+      EXPECT_EQ(job.Totals().in_flight, 0u);
+    }
+    job.RunTimersUntilIdle(kT0, /*rounds=*/1000);
+    EXPECT_EQ(job.Totals().in_flight, 0u);
+    EXPECT_EQ(job.ps().counters().completed, kFragments);
+    EXPECT_EQ(job.ps().counters().pulls_answered, 64u);  // positions 0..63, each once
+    EXPECT_EQ(job.ps().counters().pulls_ignored, 0u);
+    if (reported) {
+      EXPECT_EQ(job.Totals().timeouts, 0u);
+      EXPECT_EQ(job.ps().counters().orphans_released, 0u);
+    } else {
+      // The crawl: worker 0 times out again and again, worker 1 waits.
+      EXPECT_GE(job.engine(0, 0).stats().timeouts, 4u);
+      EXPECT_GT(job.ps().counters().orphans_released, 0u);
+    }
+    ExpectExact(job, kFragments, skip);
   }
 }
 
