@@ -400,7 +400,7 @@ bool PsEngine::OnReplay(const wire::AtpMessage& packet, protocol::MessageSink& s
   slot.completed_position = position;
   slot.has_completed_packet = true;
   if (!job.history.empty()) {
-    const uint32_t history = config_.contribution_history;
+    const uint32_t history = HistoryDepth(config_);
     job.history[index * history + (position / slots_) % history] = stored;
   }
   ++counters_.replays_applied;

@@ -553,6 +553,51 @@ TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
   EXPECT_EQ(ps->counters().pulls_ignored, 2u);
 }
 
+TEST(SkipContributionsTest, ReplayedResultsJoinTheHistoryWherePullsLookForThem) {
+  // After a PS restart a worker replays a result the new PS lacks
+  // (PsEngine::OnReplay); with declared fan-ins it joins the slot's history
+  // like a completed packet, at the same entry Recent reads (the history is
+  // kept rounded up to a power of two, 8 entries for 5): before, a replay
+  // went to entry generation % 5, where no pull found it, over another
+  // generation's packet. One slot, so positions are generations.
+  ps::PsConfig config;
+  config.jobs.push_back(protocol::JobShape::Uniform(kJob, 1, 2));
+  config.slots = 1;
+  config.contribution_skipping_jobs = {kJob};
+  auto ps = ps::PsEngine::Create(config);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  Collect out;
+  for (uint32_t position = 0; position < 5; ++position) {
+    wire::AtpMessage m = SoleWorkersGradient(position);
+    m.payload[0] = position + 100;
+    ps->OnGradient(m, kT0, out);
+  }
+  wire::AtpMessage replayed;
+  replayed.header.job = kJob;
+  replayed.header.seq = wire::MakeSeq(0, 5);
+  replayed.header.ack = true;
+  replayed.header.edge = true;
+  replayed.payload[0] = 105;
+  ASSERT_TRUE(ps->OnReplay(replayed, out));
+  wire::AtpMessage next = SoleWorkersGradient(6);
+  next.payload[0] = 106;
+  ps->OnGradient(next, kT0, out);
+  ASSERT_EQ(ps->counters().completed, 6u);  // 0..4 and 6; 5 replayed
+  out.sent.clear();
+  wire::ControlMessage pull;
+  pull.type = wire::ControlType::kPull;
+  const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
+  for (uint32_t position : {5u, 0u}) {
+    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), out);
+  }
+  ASSERT_EQ(out.sent.size(), 2u);
+  EXPECT_EQ(out.sent[0].header.position(), 5u);
+  EXPECT_EQ(out.sent[0].payload[0], 105u);
+  EXPECT_EQ(out.sent[1].header.position(), 0u);
+  EXPECT_EQ(out.sent[1].payload[0], 100u);
+  EXPECT_EQ(ps->counters().pulls_ignored, 0u);
+}
+
 // KeepAlivesOf: an independent model of the liveness rule
 // (lib/protocol/skipped_generations.h): position p's contributors are
 // `contributors[p]`; walking each slot's generations, a worker left out of
