@@ -149,7 +149,7 @@ class ContributionJob {
               wire::ControlMessage control;
               ASSERT_EQ(wire::DecodeControl(burst[i], &control), wire::ControlError::kOk);
               ASSERT_EQ(control.type, wire::ControlType::kPull);
-              ps_->OnPull(burst[i], sink_);
+              ps_->OnPull(burst[i], now, sink_);
             } else {
               ps_->OnGradient(burst[i], now, sink_);
             }
@@ -397,7 +397,7 @@ TEST(SkipContributionsTest, LostParameterPacketToANonContributorIsPulled) {
     Collect out;
     fresh.ps().OnPull(wire::MakeWorkerControl(kJob, {.rack = 0, .fan_in0 = 3, .fan_in1 = 1}, 0, 0,
                                               pull),
-                      out);
+                      kT0, out);
     EXPECT_TRUE(out.sent.empty());
     EXPECT_EQ(fresh.ps().counters().pulls_ignored, 1u);
   }
@@ -541,7 +541,7 @@ TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
   pull.type = wire::ControlType::kPull;
   const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
   for (uint32_t position : {9u, 2u, 1u, 0u}) {
-    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), out);
+    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), kT0, out);
   }
   // It keeps 5 rounded up to a power of two: 8 generations, 2..9.
   ASSERT_EQ(out.sent.size(), 2u);  // 9 (the last) and 2 (7 generations back)
@@ -588,7 +588,7 @@ TEST(SkipContributionsTest, ReplayedResultsJoinTheHistoryWherePullsLookForThem) 
   pull.type = wire::ControlType::kPull;
   const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
   for (uint32_t position : {5u, 0u}) {
-    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), out);
+    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), kT0, out);
   }
   ASSERT_EQ(out.sent.size(), 2u);
   EXPECT_EQ(out.sent[0].header.position(), 5u);
@@ -739,6 +739,52 @@ TEST(SkipContributionsTest, WorkerBehindTheJobPullsAtOnceWhereThePsReportsTheJob
   }
 }
 
+TEST(SkipContributionsTest, PositionTheOthersPullIsReportedWhereNothingIsLive) {
+  // The same catch-up where the job waits at a position only the behind
+  // worker contributes to: 2 workers, 16 slots, static k = 1, 96 fragments:
+  // positions 0..47 (three generations: no keep-alive) are worker 1's
+  // alone, 48..95 worker 0's alone. Worker 0 is held and loses every
+  // parameter packet; worker 1 completes 0..47 and waits at 48..63, which
+  // it sits out: nothing is live at the PS, and its timer only pulls 48.
+  // That pull marks 48 as waited for, so the PS reports it and worker 0,
+  // once back, catches up at once (no report before: it crawled).
+  constexpr uint32_t kSlots = 16;
+  constexpr uint64_t kFragments = 96;
+  ContributionJob job({2}, /*ps_accepts_declared=*/true, kSlots);
+  const SkipOptions skip = Contributions({.mode = SkipMode::kStatic, .reduce_scatter_steps = 1});
+  std::vector<std::vector<float>> inputs;
+  for (int r = 0; r < 2; ++r) inputs.push_back(Input(kFragments * 62, r));
+  job.Start(std::move(inputs), skip, /*split=*/kFragments);
+  job.Hold(0);
+  job.Pump(kT0, [](int rank, const wire::AtpMessage&) { return rank == 0; });
+  ASSERT_EQ(job.ps().counters().completed, 48u);
+  EXPECT_EQ(job.ps().live_slots(), 0u);
+  std::vector<ps::WaitingReport> reports;
+  job.ps().CollectWaiting(kT0, TimeDelta::Zero(), reports);
+  EXPECT_TRUE(reports.empty());
+  // Worker 1's retransmission timer: it pulls its lowest position, 48.
+  const TimePoint later = job.engine(1, 0).NextDeadline();
+  ASSERT_FALSE(later.IsInfinite());
+  job.Pump(later);
+  EXPECT_EQ(job.engine(1, 0).stats().pulls_sent, 1u);
+  job.ps().CollectWaiting(later, TimeDelta::Zero(), reports);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].queue, 0u);
+  EXPECT_EQ(reports[0].position, 48u);
+  job.Hold(-1);
+  job.Pump(later);  // worker 0 reaches its first window; nothing to pull yet
+  job.ReportWaiting(later, TimeDelta::Zero());
+  job.Pump(later);
+  EXPECT_EQ(job.Totals().in_flight, 0u);
+  EXPECT_EQ(job.engine(0, 0).stats().timeouts, 0u);
+  EXPECT_EQ(job.ps().counters().completed, kFragments);
+  EXPECT_EQ(job.ps().counters().pulls_answered, 48u);  // worker 0's 0..47
+  reports.clear();
+  job.ps().CollectWaiting(later, TimeDelta::Zero(), reports);
+  EXPECT_TRUE(reports.empty()) << "48 completed: no longer waited for";
+  ExpectExact(job, kFragments, skip);
+}
+
 TEST(SkipContributionsTest, KeepAlivesFollowTheSlotsAcrossOperations) {
   // Runs of left-out generations continue across operations (a worker may
   // sit out the end of one and the start of the next): random mode, 4
@@ -828,7 +874,7 @@ TEST(SkipContributionsTest, PullsAreAnsweredAcrossThePositionWrap) {
   pull.type = wire::ControlType::kPull;
   const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
   for (uint32_t position : completed) {
-    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), out);
+    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), kT0, out);
   }
   // All six: a history of 5 (generation % 5) would have lost 2^20 - 1 to 0.
   ASSERT_EQ(out.sent.size(), 6u);
