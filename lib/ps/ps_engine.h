@@ -59,10 +59,13 @@
 // calls with its clock when no traffic arrives.
 //
 // Reports (docs/protocol.md "Failures, runs and restarts"): CollectWaiting
-// names, per job and served queue, the workers that have not contributed to
-// the oldest fragment incomplete for longer than a given time (the host turns
-// that into a kStatus control frame, so that stalled workers can name who
-// they wait for); every orphan release is summed per job into an
+// names, per job and served queue, the fragment waited for longest (live, or
+// under contribution skipping also pulled while incomplete) if longer than a
+// given time, and the workers that have not contributed to it (the host
+// turns that into a kStatus control frame, so that stalled workers can name
+// who they wait for, and workers behind the job learn where it waits:
+// docs/skipreduce.md; under declared fan-ins the names are contributor
+// indices, not workers); every orphan release is summed per job into an
 // AbandonReport (how many fragments, which workers never contributed) that
 // the host takes and logs.
 //
