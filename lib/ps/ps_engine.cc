@@ -359,6 +359,8 @@ size_t PsEngine::RebuildQueue(uint8_t job_id, uint32_t queue, uint64_t lowest, R
     }
     const auto target = static_cast<uint32_t>(target64 & wire::kPositionMask);
     SlotState& slot = job.slots[first + s];
+    // Pulls of the runs before are no longer waited for.
+    ForgetPull(j * slots_per_job_ + first + s);
     const Generation now_is = ClassifyPosition(target, slot.completed_position, slots_);
     if (now_is == Generation::kNext) continue;  // already waiting for it
     if (now_is == Generation::kCompleted && slot.has_completed_packet) continue;
@@ -367,7 +369,6 @@ size_t PsEngine::RebuildQueue(uint8_t job_id, uint32_t queue, uint64_t lowest, R
     if (slot.mode != SlotMode::kIdle) --live_slots_;
     ResetLive(slot);
     touched_[flat] = TimePoint::Infinite();
-    ForgetPull(flat);
     slot.completed_position = (target - slots_) & wire::kPositionMask;
     slot.has_completed_packet = false;
     ++changed;
