@@ -152,8 +152,9 @@ class PsEngine {
   // the slot's older generations kept for the job (contribution_history) is
   // answered with its packet too. A pull for the slot's next generation
   // marks that position as waited for since `now` (if not already), until it
-  // completes or its queue is rebuilt: CollectWaiting reports it even while nothing of it is live
-  // (the job waits for its only contributors, and the others pull).
+  // completes or its queue is rebuilt: CollectWaiting reports it even while
+  // nothing of it is live (the job waits for its only contributors, and the
+  // others pull).
   void OnPull(const wire::AtpMessage& pull, TimePoint now, protocol::MessageSink& sink);
 
   // OrphanScanBudget: the budget that makes ScanOrphans, called once every

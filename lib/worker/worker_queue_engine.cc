@@ -437,7 +437,9 @@ void WorkerQueueEngine::OnJobWaitsAt(uint32_t position) {
   results_seen_end_ = std::max(results_seen_end_, waits_at);
   // The positions in flight that it sits out: pull them now rather than at
   // the next timeout (again, if pulled before: the PS answers a completed
-  // one and ignores a live one, whose result comes when it completes).
+  // one and ignores a live one, whose result comes when it completes). A
+  // queued resend of a position it sits out goes as a pull (SendResend);
+  // the cause only names what a real resend is counted as.
   for (uint64_t p = expected_; p < next_send_; ++p) {
     const Slot& slot = SlotOf(p);
     if (slot.state == SlotState::kInFlight && slot.position == p && !slot.Sends() &&
