@@ -98,7 +98,7 @@ void PsShard::OnControl(const wire::AtpMessage& message, TimePoint now, FrameSin
   }
   switch (control.type) {
     case wire::ControlType::kPull:
-      engine_.OnPull(message, encoder_);  // SkipReduce's contribution variant
+      engine_.OnPull(message, now, encoder_);  // SkipReduce's contribution variant
       return;
     case wire::ControlType::kJoin:
       OnJoin(message, control, now);

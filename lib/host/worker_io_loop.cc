@@ -294,6 +294,9 @@ void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, TimePoint now) {
   switch (status.kind) {
     case protocol::StatusKind::kWaitingForWorkers:
       stall_.OnWaitingFor(now, status.position, status.workers);
+      // The job waits at a position this worker has not reached: it is
+      // behind (contribution skipping) and catches up by pulling at once.
+      engine_->OnJobWaitsAt(status.position);
       return;
     case protocol::StatusKind::kJoinRequest:
       SendJoin();

@@ -59,6 +59,7 @@ PsEngine::PsEngine(const PsConfig& config, size_t fp_floats_per_buffer)
   slots_per_job_ = slot_count;
   touched_.assign(slot_count * config.jobs.size(), TimePoint::Infinite());
   live_since_.assign(touched_.size(), TimePoint::Infinite());
+  pulled_since_.assign(touched_.size(), TimePoint::Infinite());
   abandoned_.resize(config.jobs.size());
   jobs_.reserve(config.jobs.size());
   for (const protocol::JobShape& shape : config.jobs) {
@@ -177,9 +178,10 @@ void PsEngine::OnGradient(const wire::AtpMessage& message, TimePoint now,
     live_since_[flat] = now;
   }
   if (!live && was_live) --live_slots_;
+  if (slot.completed_position == position) ForgetPull(flat);
 }
 
-void PsEngine::OnPull(const wire::AtpMessage& pull, protocol::MessageSink& sink) {
+void PsEngine::OnPull(const wire::AtpMessage& pull, TimePoint now, protocol::MessageSink& sink) {
   const wire::AtpHeader& header = pull.header;
   const int16_t job_index = job_index_[header.job];
   const uint32_t queue = header.queue();
@@ -192,11 +194,22 @@ void PsEngine::OnPull(const wire::AtpMessage& pull, protocol::MessageSink& sink)
   const size_t index =
       static_cast<size_t>(queue / config_.shard_count) * slots_ + (position & slot_mask_);
   const SlotState& slot = job.slots[index];
+  const Generation generation = ClassifyPosition(position, slot.completed_position, slots_);
+  if (generation == Generation::kNext) {
+    // Not complete: its completion will be multicast. Someone waits for it.
+    const size_t flat = static_cast<size_t>(job_index) * slots_per_job_ + index;
+    if (pulled_since_[flat].IsInfinite()) {
+      pulled_since_[flat] = now;
+      ++pulled_slots_;
+    }
+    ++counters_.pulls_ignored;
+    return;
+  }
   if (!slot.has_completed_packet) {
     ++counters_.pulls_ignored;
     return;
   }
-  if (ClassifyPosition(position, slot.completed_position, slots_) == Generation::kCompleted) {
+  if (generation == Generation::kCompleted) {
     ++counters_.pulls_answered;
     sink.Send(job.completed[index]);
     return;
@@ -285,17 +298,25 @@ protocol::WorkerSet PsEngine::Missing(const JobState& job, const SlotState& slot
 
 void PsEngine::CollectWaiting(TimePoint now, TimeDelta older_than,
                               std::vector<WaitingReport>& out) const {
-  if (live_slots_ == 0) return;
+  if (live_slots_ == 0 && pulled_slots_ == 0) return;
+  // WaitedSince: since when slot `flat`'s next generation is waited for
+  // (live or pulled), or TimePoint::Infinite().
+  auto waited_since = [&](size_t flat) {
+    const TimePoint live = touched_[flat].IsInfinite() ? TimePoint::Infinite() : live_since_[flat];
+    return Earliest(live, pulled_since_[flat]);
+  };
   for (size_t j = 0; j < jobs_.size(); ++j) {
     const JobState& job = jobs_[j];
     for (size_t first = 0; first < slots_per_job_; first += slots_) {
-      // The oldest live generation among this queue's slots.
+      // The generation waited for longest among this queue's slots.
       size_t oldest = slots_per_job_;
+      TimePoint oldest_since = TimePoint::Infinite();
       for (size_t index = first; index < first + slots_; ++index) {
-        const TimePoint since = live_since_[j * slots_per_job_ + index];
-        if (touched_[j * slots_per_job_ + index].IsInfinite() || now - since < older_than) continue;
-        if (oldest == slots_per_job_ || since < live_since_[j * slots_per_job_ + oldest]) {
+        const TimePoint since = waited_since(j * slots_per_job_ + index);
+        if (since.IsInfinite() || now - since < older_than) continue;
+        if (oldest == slots_per_job_ || since < oldest_since) {
           oldest = index;
+          oldest_since = since;
         }
       }
       if (oldest == slots_per_job_) continue;
@@ -338,6 +359,8 @@ size_t PsEngine::RebuildQueue(uint8_t job_id, uint32_t queue, uint64_t lowest, R
     }
     const auto target = static_cast<uint32_t>(target64 & wire::kPositionMask);
     SlotState& slot = job.slots[first + s];
+    // Pulls of the runs before are no longer waited for.
+    ForgetPull(j * slots_per_job_ + first + s);
     const Generation now_is = ClassifyPosition(target, slot.completed_position, slots_);
     if (now_is == Generation::kNext) continue;  // already waiting for it
     if (now_is == Generation::kCompleted && slot.has_completed_packet) continue;
@@ -397,10 +420,11 @@ bool PsEngine::OnReplay(const wire::AtpMessage& packet, protocol::MessageSink& s
   if (slot.mode != SlotMode::kIdle) --live_slots_;
   ResetLive(slot);
   touched_[flat] = TimePoint::Infinite();
+  ForgetPull(flat);
   slot.completed_position = position;
   slot.has_completed_packet = true;
   if (!job.history.empty()) {
-    const uint32_t history = config_.contribution_history;
+    const uint32_t history = HistoryDepth(config_);
     job.history[index * history + (position / slots_) % history] = stored;
   }
   ++counters_.replays_applied;

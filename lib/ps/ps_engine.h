@@ -59,10 +59,13 @@
 // calls with its clock when no traffic arrives.
 //
 // Reports (docs/protocol.md "Failures, runs and restarts"): CollectWaiting
-// names, per job and served queue, the workers that have not contributed to
-// the oldest fragment incomplete for longer than a given time (the host turns
-// that into a kStatus control frame, so that stalled workers can name who
-// they wait for); every orphan release is summed per job into an
+// names, per job and served queue, the fragment waited for longest (live, or
+// under contribution skipping also pulled while incomplete) if longer than a
+// given time, and the workers that have not contributed to it (the host
+// turns that into a kStatus control frame, so that stalled workers can name
+// who they wait for, and workers behind the job learn where it waits:
+// docs/skipreduce.md; under declared fan-ins the names are contributor
+// indices, not workers); every orphan release is summed per job into an
 // AbandonReport (how many fragments, which workers never contributed) that
 // the host takes and logs.
 //
@@ -147,8 +150,12 @@ class PsEngine {
   // resend would get it); for a live one nothing: its completion will be
   // multicast. Counted in pulls_answered / pulls_ignored. A position among
   // the slot's older generations kept for the job (contribution_history) is
-  // answered with its packet too.
-  void OnPull(const wire::AtpMessage& pull, protocol::MessageSink& sink);
+  // answered with its packet too. A pull for the slot's next generation
+  // marks that position as waited for since `now` (if not already), until it
+  // completes or its queue is rebuilt: CollectWaiting reports it even while
+  // nothing of it is live (the job waits for its only contributors, and the
+  // others pull).
+  void OnPull(const wire::AtpMessage& pull, TimePoint now, protocol::MessageSink& sink);
 
   // OrphanScanBudget: the budget that makes ScanOrphans, called once every
   // `interval`, visit every slot within a quarter of the orphan timeout (so an
@@ -157,9 +164,10 @@ class PsEngine {
   size_t OrphanScanBudget(TimeDelta interval) const;
 
   // CollectWaiting: appends, for every job and served queue with a fragment
-  // live (partially aggregated) for at least `older_than`, a report on the
-  // oldest such fragment. Visits every slot: call it about once per report
-  // interval, not per packet. Nothing when no slot is live.
+  // waited for at least `older_than` (live, i.e. partially aggregated, or
+  // pulled while incomplete: OnPull), a report on the one waited for
+  // longest. Visits every slot: call it about once per report interval, not
+  // per packet. Nothing when no slot is live or pulled.
   void CollectWaiting(TimePoint now, TimeDelta older_than, std::vector<WaitingReport>& out) const;
 
   // TakeAbandoned: appends one report per job that released orphans since the
@@ -279,6 +287,13 @@ class PsEngine {
     job.out_of_window = static_cast<uint16_t>(job.out_of_window | (1u << queue));
     any_out_of_window_ = true;
   }
+  // ForgetPull: the slot at `flat` (as touched_) no longer waits for a pulled
+  // position (it completed, or the slot was rebuilt).
+  void ForgetPull(size_t flat) {
+    if (pulled_since_[flat].IsInfinite()) return;
+    pulled_since_[flat] = TimePoint::Infinite();
+    --pulled_slots_;
+  }
   // Missing: the workers of `job` not covered in `slot`'s live generation.
   static protocol::WorkerSet Missing(const JobState& job, const SlotState& slot);
   // QueueOfIndex: the queue number of a slot index of this engine.
@@ -304,6 +319,11 @@ class PsEngine {
   // live_since_[same index]: when that live generation started (valid while
   // touched_ is finite).
   std::vector<TimePoint> live_since_;
+  // pulled_since_[same index]: when a pull first asked for the slot's next
+  // generation while it was incomplete, or TimePoint::Infinite() (reset when
+  // it completes); pulled_slots_ counts the finite ones.
+  std::vector<TimePoint> pulled_since_;
+  size_t pulled_slots_ = 0;
   // abandoned_[job index]: orphans released since the last TakeAbandoned.
   std::vector<AbandonReport> abandoned_;
   size_t live_slots_ = 0;

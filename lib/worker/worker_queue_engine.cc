@@ -444,6 +444,28 @@ void WorkerQueueEngine::TakeRole(const Operation& op, Slot& slot) {
   slot.keep_alive = slot.role.contributes && !op.roles[static_cast<size_t>(slice)].contributes;
 }
 
+void WorkerQueueEngine::OnJobWaitsAt(uint32_t position) {
+  if (!keep_alive_runs_.has_value()) return;  // only contribution skipping leaves positions out
+  // Serial-number arithmetic as for parameter packets: at or after expected_.
+  const uint64_t delta = (position - expected_) & (kPositionSpace - 1);
+  if (delta >= kPositionSpace / 2) return;
+  const uint64_t waits_at = expected_ + delta;
+  if (waits_at < next_send_) return;  // reached: not behind the job
+  results_seen_end_ = std::max(results_seen_end_, waits_at);
+  // The positions in flight that it sits out: pull them now rather than at
+  // the next timeout (again, if pulled before: the PS answers a completed
+  // one and ignores a live one, whose result comes when it completes). A
+  // queued resend of a position it sits out goes as a pull (SendResend);
+  // the cause only names what a real resend is counted as.
+  for (uint64_t p = expected_; p < next_send_; ++p) {
+    const Slot& slot = SlotOf(p);
+    if (slot.state == SlotState::kInFlight && slot.position == p && !slot.Sends() &&
+        !slot.resend_queued) {
+      QueueResend(p, ResendCause::kLoss);
+    }
+  }
+}
+
 void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimePoint now) {
   OnParameterPacketWith(message.header, ResultPayload{.host = &message.payload}, now);
 }

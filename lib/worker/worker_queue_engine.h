@@ -217,6 +217,21 @@ class WorkerQueueEngine {
   void OnParameterPacket(const wire::AtpHeader& header,
                          std::span<const uint8_t, wire::kPayloadBytes> wire_payload, TimePoint now);
 
+  // OnJobWaitsAt: the PS reported (a kWaitingForWorkers status frame; the
+  // host decodes it) that the fragment of this queue it has waited for
+  // longest (PsEngine::CollectWaiting) is at `position` (20-bit). Under
+  // contribution skipping a worker that has not reached that position is
+  // behind the job: the positions before it that it sits out were most
+  // likely completed without it and their results lost (e.g. its receive
+  // ring overflowed while its thread did not run), and the job cannot move
+  // on until this worker catches up, so no later parameter packet will tell
+  // it. It pulls them at once, those in flight and those it reaches below
+  // `position` (as below results_seen_end_), instead of one window per
+  // retransmission timeout. Does nothing without contribution skipping or
+  // for a position it has reached. (Not the report's names: under declared
+  // fan-ins its bitmaps count contributors, not workers.)
+  void OnJobWaitsAt(uint32_t position);
+
   // CollectSends: the messages to send now, written to out[0..n), n returned.
   // First handles an expired retransmission timeout (NextDeadline() <= now),
   // then writes queued resends (loss, overflow), then a timeout's resends
@@ -501,10 +516,11 @@ class WorkerQueueEngine {
   };
   std::vector<HeldResult> held_results_;
   // results_seen_end_: contribution skipping: 1 + the highest position a
-  // parameter packet named (including one this worker could not take yet).
-  // A position it leaves out and reaches below it has most likely had its
-  // result already (before the operation was enqueued here): it pulls at
-  // once instead of after a retransmission timeout.
+  // parameter packet named (including one this worker could not take yet),
+  // or the position the PS reported it waits at (OnJobWaitsAt), whichever
+  // is higher. A position it leaves out and reaches below it has most
+  // likely had its result already (before the operation was enqueued here,
+  // or lost): it pulls at once instead of after a retransmission timeout.
   uint64_t results_seen_end_ = 0;
   int worker_index_ = 0;  // this worker's rack-major index in the job
 

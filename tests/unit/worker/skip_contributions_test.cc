@@ -71,7 +71,7 @@ class ContributionJob {
  public:
   // slots: the window slots per queue, the workers' and the PS's alike.
   ContributionJob(std::vector<int> workers_per_rack, bool ps_accepts_declared = true,
-                  uint32_t slots = 64)
+                  uint32_t slots = 64, TimeDelta orphan_timeout = TimeDelta::FromSeconds(2))
       : shape_{.job = kJob,
                .workers_per_rack = std::vector<uint8_t>(workers_per_rack.begin(),
                                                         workers_per_rack.end())} {
@@ -92,6 +92,7 @@ class ContributionJob {
     ps::PsConfig config;
     config.jobs.push_back(shape_);
     config.slots = slots;
+    config.orphan_timeout = orphan_timeout;
     if (ps_accepts_declared) config.contribution_skipping_jobs = {kJob};
     auto ps = ps::PsEngine::Create(config);
     EXPECT_TRUE(ps.ok()) << ps.status();
@@ -148,7 +149,7 @@ class ContributionJob {
               wire::ControlMessage control;
               ASSERT_EQ(wire::DecodeControl(burst[i], &control), wire::ControlError::kOk);
               ASSERT_EQ(control.type, wire::ControlType::kPull);
-              ps_->OnPull(burst[i], sink_);
+              ps_->OnPull(burst[i], now, sink_);
             } else {
               ps_->OnGradient(burst[i], now, sink_);
             }
@@ -207,6 +208,18 @@ class ContributionJob {
     std::vector<float> out(values);
     Dequantize(sum32, kScale, out);
     return out;
+  }
+
+  // ReportWaiting: what the PS host multicasts as kWaitingForWorkers status
+  // frames (PsShard::ReportWaiting): the oldest live fragment of every queue
+  // (live for at least `older_than`), handed to every worker's engine of
+  // that queue as the worker's I/O loop hands it over.
+  void ReportWaiting(TimePoint now, TimeDelta older_than) {
+    std::vector<ps::WaitingReport> reports;
+    ps_->CollectWaiting(now, older_than, reports);
+    for (const ps::WaitingReport& report : reports) {
+      for (auto& queues : engines_) queues[report.queue]->OnJobWaitsAt(report.position);
+    }
   }
 
   // Hold: worker `rank` collects no sends (and so reaches no position) until
@@ -384,7 +397,7 @@ TEST(SkipContributionsTest, LostParameterPacketToANonContributorIsPulled) {
     Collect out;
     fresh.ps().OnPull(wire::MakeWorkerControl(kJob, {.rack = 0, .fan_in0 = 3, .fan_in1 = 1}, 0, 0,
                                               pull),
-                      out);
+                      kT0, out);
     EXPECT_TRUE(out.sent.empty());
     EXPECT_EQ(fresh.ps().counters().pulls_ignored, 1u);
   }
@@ -528,7 +541,7 @@ TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
   pull.type = wire::ControlType::kPull;
   const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
   for (uint32_t position : {9u, 2u, 1u, 0u}) {
-    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), out);
+    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), kT0, out);
   }
   // It keeps 5 rounded up to a power of two: 8 generations, 2..9.
   ASSERT_EQ(out.sent.size(), 2u);  // 9 (the last) and 2 (7 generations back)
@@ -538,6 +551,51 @@ TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
   EXPECT_EQ(out.sent[1].payload[0], 102u);
   EXPECT_EQ(ps->counters().pulls_answered, 2u);
   EXPECT_EQ(ps->counters().pulls_ignored, 2u);
+}
+
+TEST(SkipContributionsTest, ReplayedResultsJoinTheHistoryWherePullsLookForThem) {
+  // After a PS restart a worker replays a result the new PS lacks
+  // (PsEngine::OnReplay); with declared fan-ins it joins the slot's history
+  // like a completed packet, at the same entry Recent reads (the history is
+  // kept rounded up to a power of two, 8 entries for 5): before, a replay
+  // went to entry generation % 5, where no pull found it, over another
+  // generation's packet. One slot, so positions are generations.
+  ps::PsConfig config;
+  config.jobs.push_back(protocol::JobShape::Uniform(kJob, 1, 2));
+  config.slots = 1;
+  config.contribution_skipping_jobs = {kJob};
+  auto ps = ps::PsEngine::Create(config);
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  Collect out;
+  for (uint32_t position = 0; position < 5; ++position) {
+    wire::AtpMessage m = SoleWorkersGradient(position);
+    m.payload[0] = position + 100;
+    ps->OnGradient(m, kT0, out);
+  }
+  wire::AtpMessage replayed;
+  replayed.header.job = kJob;
+  replayed.header.seq = wire::MakeSeq(0, 5);
+  replayed.header.ack = true;
+  replayed.header.edge = true;
+  replayed.payload[0] = 105;
+  ASSERT_TRUE(ps->OnReplay(replayed, out));
+  wire::AtpMessage next = SoleWorkersGradient(6);
+  next.payload[0] = 106;
+  ps->OnGradient(next, kT0, out);
+  ASSERT_EQ(ps->counters().completed, 6u);  // 0..4 and 6; 5 replayed
+  out.sent.clear();
+  wire::ControlMessage pull;
+  pull.type = wire::ControlType::kPull;
+  const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
+  for (uint32_t position : {5u, 0u}) {
+    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), kT0, out);
+  }
+  ASSERT_EQ(out.sent.size(), 2u);
+  EXPECT_EQ(out.sent[0].header.position(), 5u);
+  EXPECT_EQ(out.sent[0].payload[0], 105u);
+  EXPECT_EQ(out.sent[1].header.position(), 0u);
+  EXPECT_EQ(out.sent[1].payload[0], 100u);
+  EXPECT_EQ(ps->counters().pulls_ignored, 0u);
 }
 
 // KeepAlivesOf: an independent model of the liveness rule
@@ -623,6 +681,108 @@ TEST(SkipContributionsTest, NonContributorFarBehindCatchesUp) {
     EXPECT_EQ(job.engine(0, 0).stats().fragments_sent, 40u);  // its real contributions
     ExpectExact(job, kFragments, skip);  // the zeros changed no sum
   }
+}
+
+TEST(SkipContributionsTest, WorkerBehindTheJobPullsAtOnceWhereThePsReportsTheJobWaits) {
+  // The PS-alone benchmark's remaining stall (bench/RESULTS.md, session 18),
+  // made deterministic: 2 workers, 16 slots, static k = 1, 160 fragments:
+  // slice 0 (positions 0..79) lacks worker 0. Worker 0 is held and loses
+  // every parameter packet meanwhile (its receive ring overflowed while its
+  // thread did not run); worker 1 completes generations 0..3 of every slot
+  // (positions 0..63) alone and waits at 64..79 for worker 0's keep-alives.
+  // Worker 0 has seen no result, so nothing tells it that 0..63 are done: it
+  // reaches them a window at a time and pulls each window only when its
+  // retransmission timer fires, while the job stands still and the PS
+  // releases worker 1's partial sums at 65..79 as orphans (worker 1 resends
+  // only its lowest position after a timeout). In the benchmark, with 1,024
+  // slots and thousands of positions to catch up, that crawl outlasted the
+  // stall timeout. With the PS's report of where the job waits (position
+  // 64), worker 0 pulls everything below it at once: no timeout, no orphan.
+  constexpr uint32_t kSlots = 16;
+  constexpr uint64_t kFragments = 160;
+  // Shorter than the crawl, longer than worker 1's resend interval.
+  const TimeDelta orphan_timeout = TimeDelta::FromMilliseconds(30);
+  for (const bool reported : {false, true}) {
+    SCOPED_TRACE(reported ? "the PS reports where the job waits" : "no report");
+    ContributionJob job({2}, /*ps_accepts_declared=*/true, kSlots, orphan_timeout);
+    const SkipOptions skip =
+        Contributions({.mode = SkipMode::kStatic, .reduce_scatter_steps = 1});
+    std::vector<std::vector<float>> inputs;
+    for (int r = 0; r < 2; ++r) inputs.push_back(Input(kFragments * 62, r));
+    job.Start(std::move(inputs), skip, /*split=*/kFragments);
+    job.Hold(0);
+    job.Pump(kT0, [](int rank, const wire::AtpMessage&) { return rank == 0; });
+    ASSERT_EQ(job.ps().counters().completed, 64u);  // generations 0..3: worker 1 alone
+    job.Hold(-1);
+    job.Pump(kT0);  // worker 0 reaches its first window of positions; nothing to pull yet
+    EXPECT_EQ(job.engine(0, 0).stats().pulls_sent, 0u);
+    if (reported) {
+      job.ReportWaiting(kT0, TimeDelta::Zero());
+      job.Pump(kT0);
+      // Caught up and done without any timer.
+      EXPECT_EQ(job.Totals().in_flight, 0u);
+    }
+    job.RunTimersUntilIdle(kT0, /*rounds=*/1000);
+    EXPECT_EQ(job.Totals().in_flight, 0u);
+    EXPECT_EQ(job.ps().counters().completed, kFragments);
+    EXPECT_EQ(job.ps().counters().pulls_answered, 64u);  // positions 0..63, each once
+    EXPECT_EQ(job.ps().counters().pulls_ignored, 0u);
+    if (reported) {
+      EXPECT_EQ(job.Totals().timeouts, 0u);
+      EXPECT_EQ(job.ps().counters().orphans_released, 0u);
+    } else {
+      // The crawl: worker 0 times out again and again, worker 1 waits.
+      EXPECT_GE(job.engine(0, 0).stats().timeouts, 4u);
+      EXPECT_GT(job.ps().counters().orphans_released, 0u);
+    }
+    ExpectExact(job, kFragments, skip);
+  }
+}
+
+TEST(SkipContributionsTest, PositionTheOthersPullIsReportedWhereNothingIsLive) {
+  // The same catch-up where the job waits at a position only the behind
+  // worker contributes to: 2 workers, 16 slots, static k = 1, 96 fragments:
+  // positions 0..47 (three generations: no keep-alive) are worker 1's
+  // alone, 48..95 worker 0's alone. Worker 0 is held and loses every
+  // parameter packet; worker 1 completes 0..47 and waits at 48..63, which
+  // it sits out: nothing is live at the PS, and its timer only pulls 48.
+  // That pull marks 48 as waited for, so the PS reports it and worker 0,
+  // once back, catches up at once (no report before: it crawled).
+  constexpr uint32_t kSlots = 16;
+  constexpr uint64_t kFragments = 96;
+  ContributionJob job({2}, /*ps_accepts_declared=*/true, kSlots);
+  const SkipOptions skip = Contributions({.mode = SkipMode::kStatic, .reduce_scatter_steps = 1});
+  std::vector<std::vector<float>> inputs;
+  for (int r = 0; r < 2; ++r) inputs.push_back(Input(kFragments * 62, r));
+  job.Start(std::move(inputs), skip, /*split=*/kFragments);
+  job.Hold(0);
+  job.Pump(kT0, [](int rank, const wire::AtpMessage&) { return rank == 0; });
+  ASSERT_EQ(job.ps().counters().completed, 48u);
+  EXPECT_EQ(job.ps().live_slots(), 0u);
+  std::vector<ps::WaitingReport> reports;
+  job.ps().CollectWaiting(kT0, TimeDelta::Zero(), reports);
+  EXPECT_TRUE(reports.empty());
+  // Worker 1's retransmission timer: it pulls its lowest position, 48.
+  const TimePoint later = job.engine(1, 0).NextDeadline();
+  ASSERT_FALSE(later.IsInfinite());
+  job.Pump(later);
+  EXPECT_EQ(job.engine(1, 0).stats().pulls_sent, 1u);
+  job.ps().CollectWaiting(later, TimeDelta::Zero(), reports);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].queue, 0u);
+  EXPECT_EQ(reports[0].position, 48u);
+  job.Hold(-1);
+  job.Pump(later);  // worker 0 reaches its first window; nothing to pull yet
+  job.ReportWaiting(later, TimeDelta::Zero());
+  job.Pump(later);
+  EXPECT_EQ(job.Totals().in_flight, 0u);
+  EXPECT_EQ(job.engine(0, 0).stats().timeouts, 0u);
+  EXPECT_EQ(job.ps().counters().completed, kFragments);
+  EXPECT_EQ(job.ps().counters().pulls_answered, 48u);  // worker 0's 0..47
+  reports.clear();
+  job.ps().CollectWaiting(later, TimeDelta::Zero(), reports);
+  EXPECT_TRUE(reports.empty()) << "48 completed: no longer waited for";
+  ExpectExact(job, kFragments, skip);
 }
 
 TEST(SkipContributionsTest, KeepAlivesFollowTheSlotsAcrossOperations) {
@@ -714,7 +874,7 @@ TEST(SkipContributionsTest, PullsAreAnsweredAcrossThePositionWrap) {
   pull.type = wire::ControlType::kPull;
   const wire::ControlSender sender{.worker_in_rack = 1, .rack = 0, .fan_in0 = 2, .fan_in1 = 1};
   for (uint32_t position : completed) {
-    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), out);
+    ps->OnPull(wire::MakeWorkerControl(kJob, sender, 0, position, pull), kT0, out);
   }
   // All six: a history of 5 (generation % 5) would have lost 2^20 - 1 to 0.
   ASSERT_EQ(out.sent.size(), 6u);
