@@ -39,7 +39,7 @@
 #include "lib/host/worker_config.h"
 #include "lib/host/worker_io_loop.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 constexpr double k100GbEFramesPerSecond = 37.9e6;
@@ -266,6 +266,6 @@ void BM_PsMulticastOffload(benchmark::State& state) {
 BENCHMARK(BM_PsMulticastOffload)->Unit(benchmark::kMillisecond);
 
 }  // namespace
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 BENCHMARK_MAIN();

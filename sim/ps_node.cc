@@ -25,16 +25,16 @@ absl::StatusOr<std::unique_ptr<PsNode>> PsNode::Create(std::string name, Simulat
   if (packet_service < TimeDelta::Zero()) {
     return absl::InvalidArgumentError("PsNode: packet_service must be >= 0");
   }
-  runtime::PsDestinations destinations;
+  host::PsDestinations destinations;
   for (const protocol::JobShape& job : config.jobs) {
     destinations[job.job] = {AddressOf(GroupIp(job.job))};
   }
-  ATP_ASSIGN_OR_RETURN(std::unique_ptr<runtime::PsShard> shard,
-                       runtime::PsShard::Create(std::move(config), std::move(destinations),
+  ATP_ASSIGN_OR_RETURN(std::unique_ptr<host::PsShard> shard,
+                       host::PsShard::Create(std::move(config), std::move(destinations),
                                                 AddressOf(ip), base_port));
   std::unique_ptr<PsNode> node(
       new PsNode(std::move(name), sim, pool, ip, base_port, packet_service));
-  node->loop_ = std::make_unique<runtime::PsIoLoop>(
+  node->loop_ = std::make_unique<host::PsIoLoop>(
       std::move(shard), std::vector<transport::Queue*>{&node->nic_}, base_port,
       /*max_burst=*/32);
   return node;

@@ -64,7 +64,7 @@ class PsNode : public Node, public Actor {
   uint32_t ip_;
   PacketFramePool frames_;  // the NIC's pools
   SimPort nic_;
-  std::unique_ptr<runtime::PsIoLoop> loop_;
+  std::unique_ptr<host::PsIoLoop> loop_;
   // The single server (packet_service_ > 0): frames waiting, and when the
   // one at their head is done.
   TimeDelta packet_service_;

@@ -41,7 +41,7 @@ absl::StatusOr<std::unique_ptr<WorkerNode>> WorkerNode::Create(std::string name,
                        scheduler::FragmentScheduler::Create(scheduler_config));
   std::unique_ptr<WorkerNode> node(
       new WorkerNode(std::move(name), sim, pool, config, std::move(scheduler)));
-  runtime::WorkerIoLoopConfig loop_config;
+  host::WorkerIoLoopConfig loop_config;
   loop_config.self = AddressOf(config.ip);
   loop_config.ps = AddressOf(config.ps_ip);
   loop_config.base_port = config.base_port;
@@ -58,8 +58,8 @@ absl::StatusOr<std::unique_ptr<WorkerNode>> WorkerNode::Create(std::string name,
                                                      SimPort::TxMode::kBackpressure));
     worker::WorkerQueueConfig engine_config = config.engine;
     engine_config.queue = q;
-    ATP_ASSIGN_OR_RETURN(std::unique_ptr<runtime::WorkerIoLoop> loop,
-                         runtime::WorkerIoLoop::Create(loop_config, engine_config,
+    ATP_ASSIGN_OR_RETURN(std::unique_ptr<host::WorkerIoLoop> loop,
+                         host::WorkerIoLoop::Create(loop_config, engine_config,
                                                        *node->ports_.back()));
     node->loops_.push_back(std::move(loop));
   }
@@ -96,7 +96,7 @@ absl::StatusOr<uint64_t> WorkerNode::Start(std::span<const float> input, std::sp
   auto state = std::make_shared<internal::OpState>(op, static_cast<uint32_t>(pieces_.size()));
   if (pieces_.empty()) state->Finish(absl::OkStatus());
   for (const scheduler::Piece& piece : pieces_) {
-    runtime::PieceRequest request;
+    host::PieceRequest request;
     request.op = state;
     request.input = input.subspan(piece.first_value, piece.values);
     request.output = output.subspan(piece.first_value, piece.values);

@@ -115,7 +115,7 @@ class WorkerNode : public Node, public Actor {
   std::vector<scheduler::Piece> pieces_;  // scratch
   PacketFramePool frames_;                // the NIC queues' pools
   std::vector<std::unique_ptr<SimPort>> ports_;                // [queue]: the NIC's queues
-  std::vector<std::unique_ptr<runtime::WorkerIoLoop>> loops_;  // [queue]
+  std::vector<std::unique_ptr<host::WorkerIoLoop>> loops_;  // [queue]
   // Start-ed operations not yet reported, in Start order.
   std::deque<std::shared_ptr<internal::OpState>> pending_;
   uint64_t first_pending_op_ = 0;  // node op index of pending_.front()

@@ -13,7 +13,7 @@
 // |---|---|---|
 // | kPsUnreachable | Unavailable | no frame at all (parameter packet or control frame) from the queue's parameter server during the stall |
 // | kWaitingForWorkers | Aborted | the PS reported that the stalled fragment waits for `workers` (global, rack-major indices), which never contributed: dead, stuck or not issuing the operation |
-// | kStalled | Aborted | the PS answers but completed nothing and named no one (e.g. it counts the frames as stale or ahead) |
+// | kStalled | Aborted | the PS answers but completed nothing and named no one (e.g. it counts the frames as stale or ahead, or the job skips contributions: docs/skipreduce.md) |
 // | kPsRestarted | Aborted | the PS restarted and said it cannot rebuild the queue (status "restart unrecoverable"; reported at once). No PS of this version sends it: a restarted PS replays the results only some workers got, also those that reached a worker after its join (docs/protocol.md "Runs and restarts"); what it cannot recover (a worker restarted alone) stalls as kWaitingForWorkers |
 // | kMismatch | FailedPrecondition | worker `workers[0]` disagrees with the job on `detail`: slots, layout, io_threads, scale (its configuration) or operation_size, operation_pieces (an operation); reported at once by the PS, and no result of that operation is delivered |
 //

@@ -4,7 +4,7 @@
 
 #include "lib/host/clock.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 AdaptiveBackoff::AdaptiveBackoff(const PollingOptions& options)
     : spin_rounds_(options.spin_iterations),
@@ -23,4 +23,4 @@ AdaptiveBackoff::Action AdaptiveBackoff::OnIdle() {
   return Action::kSleep;
 }
 
-}  // namespace atp::runtime
+}  // namespace atp::host

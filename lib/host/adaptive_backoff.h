@@ -20,7 +20,7 @@
 #include "atp/options.h"
 #include "atp/time.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 class AdaptiveBackoff {
  public:
@@ -60,6 +60,6 @@ inline void CpuRelax() {
 #endif
 }
 
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 #endif  // ATP_LIB_HOST_ADAPTIVE_BACKOFF_H_

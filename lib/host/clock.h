@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "atp/time.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 // MonotonicNow: CLOCK_MONOTONIC (the epoch of std::chrono::steady_clock on
 // Linux, which the loopback wire uses too). About 20 ns via the vDSO.
@@ -31,6 +31,6 @@ inline absl::Duration ToDuration(TimeDelta d) {
   return absl::Nanoseconds(d.ToNanoseconds());
 }
 
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 #endif  // ATP_LIB_HOST_CLOCK_H_

@@ -16,7 +16,7 @@
 #include "lib/host/adaptive_backoff.h"
 #include "lib/host/clock.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 absl::StatusOr<std::unique_ptr<PollingThread>> PollingThread::Start(std::string name,
                                                                     const PollingOptions& options,
@@ -125,4 +125,4 @@ void PollingThread::Sleep(TimeDelta at_most) {
   }
 }
 
-}  // namespace atp::runtime
+}  // namespace atp::host

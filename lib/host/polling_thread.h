@@ -27,7 +27,7 @@
 #include "atp/options.h"
 #include "atp/time.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 // StepResult: what one iteration did, and when the next is due at the latest
 // even with nothing to do (a retransmission timer; Infinite: no deadline).
@@ -87,6 +87,6 @@ class PollingThread {
   std::thread thread_;
 };
 
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 #endif  // ATP_LIB_HOST_POLLING_THREAD_H_

@@ -8,7 +8,7 @@
 #include "atp/transport/segmentation.h"
 #include "lib/wire/byte_order.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 constexpr TimeDelta kPublishInterval = TimeDelta::FromMilliseconds(1);
@@ -230,4 +230,4 @@ ParameterServerStats PsIoLoop::statistics() const {
   return published_;
 }
 
-}  // namespace atp::runtime
+}  // namespace atp::host

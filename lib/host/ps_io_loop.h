@@ -37,7 +37,7 @@
 #include "lib/host/polling_thread.h"
 #include "lib/host/ps_shard.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 class PsIoLoop final : private FrameSink {
  public:
@@ -108,6 +108,6 @@ class PsIoLoop final : private FrameSink {
   ParameterServerStats published_;  // under published_mu_
 };
 
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 #endif  // ATP_LIB_HOST_PS_IO_LOOP_H_

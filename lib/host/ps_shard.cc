@@ -16,7 +16,7 @@
 #include "lib/protocol/status_message.h"
 #include "lib/wire/control_message.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 // RandomIncarnation: a process's random identity in its control frames.
@@ -486,4 +486,4 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.operations_confirmed += ops_confirmed_;
 }
 
-}  // namespace atp::runtime
+}  // namespace atp::host

@@ -60,7 +60,7 @@
 #include "lib/ps/run_tracker.h"
 #include "lib/wire/control_message.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 // PsDestinations: where a parameter packet of each job goes, by job id: the
 // job's multicast group, or each of its workers.
@@ -248,6 +248,6 @@ class PsShard {
   uint64_t source_refused_ = 0;
 };
 
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 #endif  // ATP_LIB_HOST_PS_SHARD_H_

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace atp::runtime {
+namespace atp::host {
 
 SourceAdmission SourceAdmission::Only(std::span<const transport::DeviceAddress> sources,
                                       SourceCheck check) {
@@ -19,4 +19,4 @@ SourceAdmission SourceAdmission::Only(std::span<const transport::DeviceAddress> 
   return a;
 }
 
-}  // namespace atp::runtime
+}  // namespace atp::host

@@ -26,7 +26,7 @@
 #include "atp/transport.h"
 #include "atp/wire.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 class SourceAdmission {
  public:
@@ -92,6 +92,6 @@ class SourceAdmission {
   bool compare_mac_ = false;
 };
 
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 #endif  // ATP_LIB_HOST_SOURCE_ADMISSION_H_

@@ -26,7 +26,7 @@
 #include "atp/time.h"
 #include "lib/protocol/worker_set.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 class StallWatch {
  public:
@@ -78,6 +78,6 @@ class StallWatch {
   protocol::WorkerSet waiting_;
 };
 
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 #endif  // ATP_LIB_HOST_STALL_WATCH_H_

@@ -2,7 +2,7 @@
 
 #include "lib/host/clock.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 protocol::JobShape ToJobShape(uint8_t job_id, const RackLayout& layout) {
   protocol::JobShape shape;
@@ -52,4 +52,4 @@ int ShardOfQueue(const ParameterServerOptions& options, uint32_t queue) {
   return static_cast<int>(index / options.server_count);
 }
 
-}  // namespace atp::runtime
+}  // namespace atp::host

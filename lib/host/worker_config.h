@@ -9,7 +9,7 @@
 #include "lib/ps/ps_config.h"
 #include "lib/worker/worker_queue_config.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 // ToJobShape: the job id and layout as the engines see them.
 protocol::JobShape ToJobShape(uint8_t job_id, const RackLayout& layout);
@@ -26,6 +26,6 @@ ps::PsConfig ToPsConfig(const ParameterServerOptions& options, uint32_t shard);
 // another PS does.
 int ShardOfQueue(const ParameterServerOptions& options, uint32_t queue);
 
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 #endif  // ATP_LIB_HOST_WORKER_CONFIG_H_

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 class WorkerFailure {
  public:
@@ -36,6 +36,6 @@ class WorkerFailure {
   absl::Status first_;  // under mu_
 };
 
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 #endif  // ATP_LIB_HOST_WORKER_FAILURE_H_

@@ -16,7 +16,7 @@
 #include "lib/wire/control_message.h"
 #include "lib/wire/frame_checks.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 constexpr TimeDelta kPublishInterval = TimeDelta::FromMilliseconds(1);
@@ -743,4 +743,4 @@ void WorkerIoLoop::Abandon(const absl::Status& status) {
   records_.clear();
 }
 
-}  // namespace atp::runtime
+}  // namespace atp::host

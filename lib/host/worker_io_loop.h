@@ -87,7 +87,7 @@
 #include "lib/worker/worker_queue_config.h"
 #include "lib/worker/worker_queue_engine.h"
 
-namespace atp::runtime {
+namespace atp::host {
 
 // PieceRequest: one piece of an operation for one queue. The spans are the
 // caller's (or the Worker's Push buffer) and stay valid until `op` finishes.
@@ -331,6 +331,6 @@ class WorkerIoLoop {
   WorkerQueueStatistics published_;  // under published_mu_
 };
 
-}  // namespace atp::runtime
+}  // namespace atp::host
 
 #endif  // ATP_LIB_HOST_WORKER_IO_LOOP_H_

@@ -287,6 +287,11 @@ void PsEngine::ReleaseOrphan(size_t flat) {
 
 protocol::WorkerSet PsEngine::Missing(const JobState& job, const SlotState& slot) {
   protocol::WorkerSet missing;
+  // Under declared fan-ins (contribution skipping) a fragment's bitmaps count
+  // its declared contributors, not workers, and which workers those are only
+  // the workers' skip plans say: name no one rather than the wrong workers
+  // (the workers then stall as kStalled, not kWaitingForWorkers).
+  if (job.layout.declared_fan_ins()) return missing;
   for (int rack = 0; rack < job.layout.racks(); ++rack) {
     for (uint32_t bits = job.layout.rack_bitmap(rack) & ~slot.coverage.workers(rack); bits != 0;
          bits &= bits - 1) {

@@ -77,7 +77,7 @@ class ParameterServerImpl {
     // Thread t owns the device queues its shard serves.
     std::vector<std::vector<transport::Queue*>> queues(o.io_threads);
     for (uint32_t q = 0; q < device.num_queues(); ++q) {
-      const int shard = runtime::ShardOfQueue(o, q);
+      const int shard = host::ShardOfQueue(o, q);
       if (shard >= 0) queues[static_cast<size_t>(shard)].push_back(&device.queue(q));
     }
     for (uint32_t t = 0; t < o.io_threads; ++t) {
@@ -87,16 +87,16 @@ class ParameterServerImpl {
             device.num_queues(), "-queue device (server ", o.server_index, " of ",
             o.server_count, ")"));
       }
-      ATP_ASSIGN_OR_RETURN(std::unique_ptr<runtime::PsShard> shard,
-                           runtime::PsShard::Create(o, t, device.address()));
-      impl->loops_.push_back(std::make_unique<runtime::PsIoLoop>(
+      ATP_ASSIGN_OR_RETURN(std::unique_ptr<host::PsShard> shard,
+                           host::PsShard::Create(o, t, device.address()));
+      impl->loops_.push_back(std::make_unique<host::PsIoLoop>(
           std::move(shard), std::move(queues[t]), o.base_port, o.max_burst));
     }
     for (uint32_t t = 0; t < o.io_threads; ++t) {
-      runtime::PsIoLoop* loop = impl->loops_[t].get();
+      host::PsIoLoop* loop = impl->loops_[t].get();
       ATP_ASSIGN_OR_RETURN(
-          std::unique_ptr<runtime::PollingThread> thread,
-          runtime::PollingThread::Start(absl::StrCat("atp-ps", o.server_index, "-t", t), o.polling,
+          std::unique_ptr<host::PollingThread> thread,
+          host::PollingThread::Start(absl::StrCat("atp-ps", o.server_index, "-t", t), o.polling,
                                         loop->wait_fds(),
                                         [loop](TimePoint now) { return loop->Step(now); }));
       impl->threads_.push_back(std::move(thread));
@@ -122,8 +122,8 @@ class ParameterServerImpl {
 
   const ParameterServerOptions options_;
   std::unique_ptr<transport::Device> owned_device_;
-  std::vector<std::unique_ptr<runtime::PsIoLoop>> loops_;
-  std::vector<std::unique_ptr<runtime::PollingThread>> threads_;
+  std::vector<std::unique_ptr<host::PsIoLoop>> loops_;
+  std::vector<std::unique_ptr<host::PollingThread>> threads_;
 };
 
 class EmbeddedParameterServerImpl {
@@ -135,7 +135,7 @@ class EmbeddedParameterServerImpl {
         new EmbeddedParameterServerImpl(std::move(options)));
     for (uint32_t s = 0; s < impl->options_.io_threads; ++s) {
       auto shard = std::make_unique<Shard>();
-      ATP_ASSIGN_OR_RETURN(shard->engine, runtime::PsShard::Create(impl->options_, s, self));
+      ATP_ASSIGN_OR_RETURN(shard->engine, host::PsShard::Create(impl->options_, s, self));
       impl->shards_.push_back(std::move(shard));
     }
     return impl;
@@ -161,7 +161,7 @@ class EmbeddedParameterServerImpl {
   }
 
   size_t ReleaseOrphans() {
-    const TimePoint now = runtime::MonotonicNow();
+    const TimePoint now = host::MonotonicNow();
     size_t released = 0;
     for (const auto& shard : shards_) {
       std::lock_guard<std::mutex> lock(shard->mu);
@@ -187,7 +187,7 @@ class EmbeddedParameterServerImpl {
  private:
   struct Shard {
     std::mutex mu;
-    std::unique_ptr<runtime::PsShard> engine;  // under mu
+    std::unique_ptr<host::PsShard> engine;  // under mu
     uint64_t frames_received = 0;              // under mu
   };
 
@@ -204,9 +204,9 @@ class EmbeddedParameterServerImpl {
               const wire::FrameFields* fields = nullptr) {
     // A queue another PS serves goes to shard 0, whose engine counts it
     // (wrong_shard).
-    const int index = runtime::ShardOfQueue(options_, message.header.queue());
+    const int index = host::ShardOfQueue(options_, message.header.queue());
     Shard& shard = *shards_[index < 0 ? 0 : static_cast<size_t>(index)];
-    const TimePoint now = runtime::MonotonicNow();
+    const TimePoint now = host::MonotonicNow();
     std::lock_guard<std::mutex> lock(shard.mu);
     ++shard.frames_received;
     if (fields != nullptr) {

@@ -86,28 +86,28 @@ WorkerImpl::WorkerImpl(WorkerOptions options, transport::Device& device,
 absl::Status WorkerImpl::StartQueues() {
   const int rank = options_.job.layout.RankOf(options_.rack, options_.worker_in_rack);
   for (uint32_t q = 0; q < options_.job.io_threads; ++q) {
-    runtime::WorkerIoLoopConfig config;
+    host::WorkerIoLoopConfig config;
     config.self = device_.address();
     config.ps = options_.parameter_servers[q % options_.parameter_servers.size()];
     config.parameter_source_check = options_.parameter_source_check;
     config.base_port = options_.job.base_port;
     config.max_burst = options_.max_burst;
     config.total_workers = total_workers_;
-    config.stall_timeout = runtime::ToTimeDelta(options_.job.stall_timeout);
+    config.stall_timeout = host::ToTimeDelta(options_.job.stall_timeout);
     config.failure = failure_;
     config.incarnation = incarnation_;
     config.io_threads = options_.job.io_threads;
     config.join_at_start = true;
     config.confirm_operations = !OperationCheckOff();
     ATP_ASSIGN_OR_RETURN(
-        std::unique_ptr<runtime::WorkerIoLoop> loop,
-        runtime::WorkerIoLoop::Create(config, runtime::ToWorkerQueueConfig(options_, q),
+        std::unique_ptr<host::WorkerIoLoop> loop,
+        host::WorkerIoLoop::Create(config, host::ToWorkerQueueConfig(options_, q),
                                       device_.queue(q)));
     loops_.push_back(std::move(loop));
   }
   for (uint32_t q = 0; q < options_.job.io_threads; ++q) {
-    runtime::WorkerIoLoop* loop = loops_[q].get();
-    absl::StatusOr<std::unique_ptr<runtime::PollingThread>> thread = runtime::PollingThread::Start(
+    host::WorkerIoLoop* loop = loops_[q].get();
+    absl::StatusOr<std::unique_ptr<host::PollingThread>> thread = host::PollingThread::Start(
         absl::StrCat("atp-w", rank, "-q", q), options_.polling, {loop->wait_fd()},
         [loop](TimePoint now) { return loop->Step(now); });
     if (!thread.ok()) {
@@ -177,7 +177,7 @@ std::shared_ptr<OpState> WorkerImpl::SubmitLocked(std::span<const float> input,
     return op;
   }
   for (const scheduler::Piece& piece : pieces_) {
-    runtime::PieceRequest request;
+    host::PieceRequest request;
     request.op = op;
     request.input = input.subspan(piece.first_value, piece.values);
     request.output = output.subspan(piece.first_value, piece.values);

@@ -71,8 +71,8 @@ class WorkerImpl {
   const std::shared_ptr<std::atomic<uint64_t>> finished_;
   std::atomic<uint64_t> started_{0};
   // failure_: the first failure, shared with the loops.
-  const std::shared_ptr<runtime::WorkerFailure> failure_ =
-      std::make_shared<runtime::WorkerFailure>();
+  const std::shared_ptr<host::WorkerFailure> failure_ =
+      std::make_shared<host::WorkerFailure>();
   // incarnation_: this Worker's random identity in its joins (a new Worker is
   // a new run, docs/protocol.md "Failures, runs and restarts").
   const uint64_t incarnation_ = RandomIncarnation();
@@ -83,8 +83,8 @@ class WorkerImpl {
   uint64_t next_op_id_ = 1;                           // under mu_
   absl::flat_hash_map<TensorKey, Pushed> pushed_;     // under mu_
 
-  std::vector<std::unique_ptr<runtime::WorkerIoLoop>> loops_;
-  std::vector<std::unique_ptr<runtime::PollingThread>> threads_;
+  std::vector<std::unique_ptr<host::WorkerIoLoop>> loops_;
+  std::vector<std::unique_ptr<host::PollingThread>> threads_;
 };
 
 }  // namespace atp::internal

@@ -241,7 +241,7 @@ int Main(int argc, char** argv) {
   }
   // Outside the capture: a rate-limited port's frames are recorded when
   // they leave its egress FIFO.
-  if (absl::Status s = LimitPortRates(*config, runtime::MonotonicNow, ports->devices); !s.ok()) {
+  if (absl::Status s = LimitPortRates(*config, host::MonotonicNow, ports->devices); !s.ok()) {
     std::fprintf(stderr, "atp-switchd: %s\n", std::string(s.message()).c_str());
     return kOpenFailedExit;
   }

@@ -13,7 +13,7 @@
 // rate-limited port has a real egress queue at any port kind, so marking
 // (and a congested bottleneck to mark on) is reproducible in a local testbed.
 //
-//   ATP_RETURN_IF_ERROR(LimitPortRates(config, runtime::MonotonicNow, devices));
+//   ATP_RETURN_IF_ERROR(LimitPortRates(config, host::MonotonicNow, devices));
 //
 // Each queue's Flush first hands the inner queue what the rate allows since
 // the last Flush (a frame of L bytes takes L x 8 / rate; after an idle

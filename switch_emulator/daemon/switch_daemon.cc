@@ -26,7 +26,7 @@ absl::StatusOr<std::unique_ptr<SwitchDaemon>> SwitchDaemon::Create(SwitchDaemonO
   if (ports.empty()) return absl::InvalidArgumentError("SwitchDaemon: needs at least one port");
   ATP_ASSIGN_OR_RETURN(std::unique_ptr<SwitchHost> created,
                        SwitchHost::Create(options.host, std::move(ports)));
-  if (!options.clock) options.clock = runtime::MonotonicNow;
+  if (!options.clock) options.clock = host::MonotonicNow;
   return std::unique_ptr<SwitchDaemon>(new SwitchDaemon(std::move(options), std::move(created)));
 }
 
@@ -55,7 +55,7 @@ void SwitchDaemon::Stop() {
 
 void SwitchDaemon::Run() {
   if (options_.on_thread_start) options_.on_thread_start();
-  runtime::AdaptiveBackoff backoff(options_.polling);
+  host::AdaptiveBackoff backoff(options_.polling);
   // An idle thread sleeps on its ports' wait fds, so a frame on a port that
   // has one (kernel UDP, loopback) ends the sleep at once instead of after
   // up to max_sleep per hop; ports without one (memif) wait out the sleep.
@@ -77,10 +77,10 @@ void SwitchDaemon::Run() {
       continue;
     }
     switch (backoff.OnIdle()) {
-      case runtime::AdaptiveBackoff::Action::kSpin: runtime::CpuRelax(); break;
-      case runtime::AdaptiveBackoff::Action::kYield: sched_yield(); break;
-      case runtime::AdaptiveBackoff::Action::kSleep:
-        runtime::SleepUntilReadable(wake_fds, backoff.sleep());
+      case host::AdaptiveBackoff::Action::kSpin: host::CpuRelax(); break;
+      case host::AdaptiveBackoff::Action::kYield: sched_yield(); break;
+      case host::AdaptiveBackoff::Action::kSleep:
+        host::SleepUntilReadable(wake_fds, backoff.sleep());
         break;
     }
   }

@@ -739,7 +739,7 @@ TEST(SwitchDaemonCreateTest, RefusesBadOptions) {
   EXPECT_FALSE(SwitchDaemon::Create(std::move(bad_base), {{"a", &a}}).ok());
   SwitchDaemonOptions bad_admission;
   const uint32_t beyond[] = {1};
-  ASSERT_TRUE(bad_admission.admission.Restrict(1, beyond, {}).ok());
+  ASSERT_TRUE(bad_admission.host.admission.Restrict(1, beyond, {}).ok());
   EXPECT_FALSE(SwitchDaemon::Create(std::move(bad_admission), {{"a", &a}}).ok())
       << "port 1 of a one-port switch";
 }

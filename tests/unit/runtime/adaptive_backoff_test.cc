@@ -4,7 +4,7 @@
 
 #include "gtest/gtest.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 using Action = AdaptiveBackoff::Action;
@@ -64,4 +64,4 @@ TEST(AdaptiveBackoffTest, BusyPollingNeverSleeps) {
 }
 
 }  // namespace
-}  // namespace atp::runtime
+}  // namespace atp::host

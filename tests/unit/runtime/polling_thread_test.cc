@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 TEST(PollingThreadTest, WakeCutsALongSleepShort) {
@@ -84,4 +84,4 @@ TEST(PollingThreadTest, ADeadlineEndsTheSleepEarly) {
 }
 
 }  // namespace
-}  // namespace atp::runtime
+}  // namespace atp::host

@@ -17,7 +17,7 @@
 #include "testbed/reflector_queue.h"
 #include "tests/unit/runtime/join_frame.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 using Frame = testbed::ReflectorQueue::Frame;
@@ -172,4 +172,4 @@ TEST(PsIoLoopTest, UnicastToEachWorkerStaysInOrder) {
 }
 
 }  // namespace
-}  // namespace atp::runtime
+}  // namespace atp::host

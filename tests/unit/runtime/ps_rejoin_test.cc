@@ -20,7 +20,7 @@
 #include "lib/wire/control_message.h"
 #include "tests/unit/runtime/join_frame.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 constexpr uint8_t kJob = 6;
@@ -157,4 +157,4 @@ TEST(PsRejoinTest, AResultOfTheDeadPsThatCameAfterAJoinIsReplayed) {
 }
 
 }  // namespace
-}  // namespace atp::runtime
+}  // namespace atp::host

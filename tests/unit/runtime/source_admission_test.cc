@@ -17,7 +17,7 @@
 #include "testbed/reflector_queue.h"
 #include "tests/unit/runtime/join_frame.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 using Frame = std::array<uint8_t, wire::kFrameBytes>;
@@ -229,4 +229,4 @@ TEST(SourceAdmissionTest, PsRefusesAGradientNotFromTheJobsWorkers) {
 }
 
 }  // namespace
-}  // namespace atp::runtime
+}  // namespace atp::host

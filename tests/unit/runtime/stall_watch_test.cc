@@ -9,7 +9,7 @@
 #include "atp/failure.h"
 #include "gtest/gtest.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 constexpr TimeDelta kStall = TimeDelta::FromMilliseconds(100);
@@ -110,4 +110,4 @@ TEST(FailureTest, OtherStatusesCarryNone) {
 }
 
 }  // namespace
-}  // namespace atp::runtime
+}  // namespace atp::host

@@ -18,7 +18,7 @@
 #include "testbed/reflector_queue.h"
 #include "lib/host/worker_config.h"
 
-namespace atp::runtime {
+namespace atp::host {
 namespace {
 
 using testbed::ReflectorQueue;
@@ -335,4 +335,4 @@ TEST(WorkerIoLoopTest, SegmentationBackPressureLosesNothing) {
 }
 
 }  // namespace
-}  // namespace atp::runtime
+}  // namespace atp::host
