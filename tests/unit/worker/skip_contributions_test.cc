@@ -510,15 +510,22 @@ wire::AtpMessage SoleWorkersGradient(uint32_t position) {
   return m;
 }
 
+// OneSlotPsConfig: a PS of one slot (positions are generations) for a job of
+// 2 workers in one rack with declared fan-ins.
+ps::PsConfig OneSlotPsConfig() {
+  ps::PsConfig config;
+  config.jobs.push_back(protocol::JobShape::Uniform(kJob, 1, 2));
+  config.slots = 1;
+  config.contribution_skipping_jobs = {kJob};
+  return config;
+}
+
 TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
   // One slot, so positions 0, 1, 2, ... are its successive generations; only
   // worker 0 of 2 contributes (declared fanIn0 = 1). A non-contributor that
   // fell behind gets the last contribution_history generations back; a PS
   // keeping fewer than the workers' keep-alive bound needs is refused.
-  ps::PsConfig config;
-  config.jobs.push_back(protocol::JobShape::Uniform(kJob, 1, 2));
-  config.slots = 1;
-  config.contribution_skipping_jobs = {kJob};
+  ps::PsConfig config = OneSlotPsConfig();
   config.contribution_history = 4;  // below the workers' keep-alive bound
   {
     auto refused = ps::PsEngine::Create(config);
@@ -560,10 +567,7 @@ TEST(SkipContributionsTest, ReplayedResultsJoinTheHistoryWherePullsLookForThem) 
   // kept rounded up to a power of two, 8 entries for 5): before, a replay
   // went to entry generation % 5, where no pull found it, over another
   // generation's packet. One slot, so positions are generations.
-  ps::PsConfig config;
-  config.jobs.push_back(protocol::JobShape::Uniform(kJob, 1, 2));
-  config.slots = 1;
-  config.contribution_skipping_jobs = {kJob};
+  ps::PsConfig config = OneSlotPsConfig();
   auto ps = ps::PsEngine::Create(config);
   ASSERT_TRUE(ps.ok()) << ps.status();
   Collect out;
@@ -854,10 +858,7 @@ TEST(SkipContributionsTest, PullsAreAnsweredAcrossThePositionWrap) {
   // generations before the wrap stay answerable after positions 0 and 1 of
   // the next lap completed (the PS keeps a power of two, 8 for a history of
   // 5, so generation 2^20 - 1 and generation 0 do not share an entry).
-  ps::PsConfig config;
-  config.jobs.push_back(protocol::JobShape::Uniform(kJob, 1, 2));
-  config.slots = 1;
-  config.contribution_skipping_jobs = {kJob};
+  ps::PsConfig config = OneSlotPsConfig();
   auto ps = ps::PsEngine::Create(config);
   ASSERT_TRUE(ps.ok()) << ps.status();
   ASSERT_EQ(ps->RebuildQueue(kJob, 0, wire::kPositionMask - 3, ps::RebuildMode::kNewRun), 1u);
