@@ -60,7 +60,7 @@
 #                   fresh workers against the same PS: exact, recognised as a
 #                   new run (the PS rebuilt again).
 #   ps_restart_mid_op  the PS killed (SIGKILL) in the middle of an operation:
-#                   one large operation per worker, the PS killed once it has
+#                   one large operation per worker through a paced port (at least 3.3 s), the PS killed once it has
 #                   completed some of its fragments while every worker is
 #                   still in it (in flight: results some workers got and
 #                   others lost, unconfirmed pieces), started again: every
@@ -617,10 +617,15 @@ PY
     note "a second run of fresh workers against the same PS exact ($second rebuilds in all)"
     ;;
   ps_restart_mid_op)
-    up --jobs=1
     # One operation of 64 times the usual tensor (about 68,000 fragments at
-    # the default 65,536 floats, some seconds here): the PS is killed once it
-    # completed 1,000 of them, with every worker still in it.
+    # the default 65,536 floats): the PS is killed once it completed 1,000 of
+    # them, with every worker still in it. Still in it by construction, not
+    # by the machine's speed (a quiet machine finished the whole operation in
+    # 0.7 s, before the kill): the core's port toward the PS is paced at
+    # $rate Mb/s, so the racks' ~136,000 aggregates of 306 bytes take at
+    # least 3.3 s at the default 100 Mb/s, and the kill comes after ~1.5%.
+    rate=${ATP_MP_BOTTLENECK_MBPS:-100}
+    up --jobs=1 --bottleneck_mbps="$rate"
     tensor_floats=$((64 * tensor_floats))
     for ((r = 0; r < workers; r++)); do start_worker 1 "$r" --iterations=1; done
     wait_ps_completed 1000
