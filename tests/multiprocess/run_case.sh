@@ -294,7 +294,12 @@ case "$case_name" in
       echo "SKIP: ATP_MP_MEMIF_RECONNECT=0"
       exit 77
     fi
-    up --jobs=1
+    # Mid-job by construction, not by the machine's speed: the core's port
+    # toward the PS is paced at $rate Mb/s, so each iteration's ~2,100
+    # aggregates of 306 bytes take at least 52 ms at the default 100 Mb/s,
+    # and the 10x iterations at least 1.5 s after the first one is seen.
+    rate=${ATP_MP_BOTTLENECK_MBPS:-100}
+    up --jobs=1 --bottleneck_mbps="$rate"
     long=$((iterations * 10))
     for r in 0 1 2 3; do start_worker 1 "$r" --iterations="$long"; done
     wait_progress 1 0
