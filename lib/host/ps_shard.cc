@@ -156,7 +156,6 @@ void PsShard::RequestJoin(uint8_t job, uint32_t queue, TimePoint now) {
   ++join_requests_sent_;
 }
 
-
 std::optional<int> PsShard::SenderOf(const wire::AtpMessage& message,
                                      const wire::ControlMessage& control) const {
   const ps::JobLayout* layout = engine_.job_layout(message.header.job);

@@ -64,8 +64,8 @@
 // given time, and the workers that have not contributed to it (the host
 // turns that into a kStatus control frame, so that stalled workers can name
 // who they wait for, and workers behind the job learn where it waits:
-// docs/skipreduce.md; under declared fan-ins the names are contributor
-// indices, not workers); every orphan release is summed per job into an
+// docs/skipreduce.md; under declared fan-ins it names no one: Missing);
+// every orphan release is summed per job into an
 // AbandonReport (how many fragments, which workers never contributed) that
 // the host takes and logs.
 //
@@ -294,7 +294,8 @@ class PsEngine {
     pulled_since_[flat] = TimePoint::Infinite();
     --pulled_slots_;
   }
-  // Missing: the workers of `job` not covered in `slot`'s live generation.
+  // Missing: the workers of `job` not covered in `slot`'s live generation;
+  // none for a job with declared fan-ins (its bitmaps count contributors).
   static protocol::WorkerSet Missing(const JobState& job, const SlotState& slot);
   // QueueOfIndex: the queue number of a slot index of this engine.
   uint32_t QueueOfIndex(size_t index) const {

@@ -228,8 +228,8 @@ class WorkerQueueEngine {
   // it. It pulls them at once, those in flight and those it reaches below
   // `position` (as below results_seen_end_), instead of one window per
   // retransmission timeout. Does nothing without contribution skipping or
-  // for a position it has reached. (Not the report's names: under declared
-  // fan-ins its bitmaps count contributors, not workers.)
+  // for a position it has reached. (The report names no one under declared
+  // fan-ins: PsEngine::Missing.)
   void OnJobWaitsAt(uint32_t position);
 
   // CollectSends: the messages to send now, written to out[0..n), n returned.

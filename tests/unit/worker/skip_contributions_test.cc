@@ -560,6 +560,25 @@ TEST(SkipContributionsTest, PullsAreAnsweredFromTheSlotsRecentGenerations) {
   EXPECT_EQ(ps->counters().pulls_ignored, 2u);
 }
 
+TEST(SkipContributionsTest, WaitingReportsNameNoOneUnderDeclaredFanIns) {
+  // A fragment declared with two contributors, one of them in: the PS waits
+  // for contributor index 1, and which worker that is only the workers' skip
+  // plans say. The report gives the position and names no one (before, it
+  // named worker 1, taking the contributor index for a worker).
+  auto ps = ps::PsEngine::Create(OneSlotPsConfig());
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  Collect out;
+  wire::AtpMessage m = SoleWorkersGradient(0);
+  m.header.fan_in0 = 2;
+  ps->OnGradient(m, kT0, out);
+  ASSERT_EQ(ps->counters().completed, 0u);
+  std::vector<ps::WaitingReport> reports;
+  ps->CollectWaiting(kT0 + TimeDelta::FromSeconds(2), TimeDelta::FromSeconds(1), reports);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].position, 0u);
+  EXPECT_TRUE(reports[0].missing.empty());
+}
+
 TEST(SkipContributionsTest, ReplayedResultsJoinTheHistoryWherePullsLookForThem) {
   // After a PS restart a worker replays a result the new PS lacks
   // (PsEngine::OnReplay); with declared fan-ins it joins the slot's history
