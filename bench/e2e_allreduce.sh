@@ -6,6 +6,7 @@
 #       [--floats=F] [--iterations=I] [--io_threads=T] [--racks=1|2]
 #       [--demo_workers_per_rack=M] [--small_count=C] [--only=LIST]
 #       [--testbed_flags='--slots=S --window=W'] (passed to scripts/testbed up)
+#       [--rounds=R]
 #
 # Defaults: 2 workers x 16 Mi floats (64 MiB) x 3 iterations, 1 I/O thread,
 # build dir ./build. Systems (--only: a comma-separated subset, default all):
@@ -25,6 +26,12 @@
 #            2*M != N)
 #   small    one 62-float fragment, 2 ranks: gloo's average allreduce time
 #            over C operations beside atp-ping --transport=kernel_udp's p50
+#
+# --rounds=R (default 1): the whole comparison R times, one after the other
+# (so the systems alternate), each round's table printed, then a summary:
+# per row the median MB/s and the median, lowest and highest ratio to gloo
+# over the rounds. gloo alone moves by 2x from run to run on this 2-core
+# machine, so one round's ratio is a sample, not a figure.
 #
 # Every program checks every result against the exact sum and exits non-zero
 # on a wrong one; the runner then fails (exit 1). Timing: gloo and MPI time
@@ -50,6 +57,7 @@ racks=1
 demo_per_rack=2
 small_count=2000
 testbed_flags=()
+rounds=1
 only="gloo,mpi,cluster,memif,udp,demo,small"
 usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 for arg in "$@"; do
@@ -64,13 +72,14 @@ for arg in "$@"; do
     --small_count=*) small_count="${arg#*=}" ;;
     --only=*) only="${arg#*=}" ;;
     --testbed_flags=*) read -r -a testbed_flags <<< "${arg#*=}" ;;
+    --rounds=*) rounds="${arg#*=}" ;;
     -h|--help) usage; exit 0 ;;
     *) echo "e2e_allreduce: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
 for pair in "workers:$workers" "floats:$floats" "iterations:$iterations" \
             "io_threads:$io_threads" "racks:$racks" "demo_workers_per_rack:$demo_per_rack" \
-            "small_count:$small_count"; do
+            "small_count:$small_count" "rounds:$rounds"; do
   name="${pair%%:*}"; value="${pair#*:}"
   if ! [[ "$value" =~ ^[1-9][0-9]{0,9}$ ]]; then
     echo "e2e_allreduce: --$name must be a positive integer, got '$value'" >&2
@@ -83,6 +92,47 @@ bad() { echo "e2e_allreduce: $*" >&2; exit 2; }
   bad "--workers=$workers --racks=$racks: the racks hold the workers evenly, at most 32 each"
 [[ $io_threads -le 16 ]] || bad "--io_threads=$io_threads: 1..16"
 [[ $demo_per_rack -le 32 ]] || bad "--demo_workers_per_rack=$demo_per_rack: 1..32"
+if [[ $rounds -gt 1 ]]; then
+  # Each round is this script with --rounds=1; the summary reads their tables.
+  round_args=()
+  for arg in "$@"; do [[ "$arg" == --rounds=* ]] || round_args+=("$arg"); done
+  tables=$(mktemp -d /tmp/e2e_rounds.XXXXXX)
+  trap 'rm -rf "$tables"' EXIT
+  for ((i = 1; i <= rounds; ++i)); do
+    echo "=== round $i of $rounds"
+    "$0" "${round_args[@]}" --rounds=1 | tee "$tables/round$i"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "e2e_allreduce: round $i failed" >&2; exit 1; }
+  done
+  echo "=== summary over $rounds rounds: median MB/s (or us), median ratio to gloo [lowest..highest]"
+  /usr/bin/python3 - "$tables" "$rounds" <<'PY'
+import re, statistics, sys
+tables, rounds = sys.argv[1], int(sys.argv[2])
+order, values, ratios = [], {}, {}
+row = re.compile(r"^  (.{52}) +([0-9.]+) +\(?([0-9.]+)x")
+for i in range(1, rounds + 1):
+    header = ""
+    for line in open(f"{tables}/round{i}"):
+        if line.startswith("--- raw"):
+            break
+        if not line.startswith("  "):
+            header = line.split(":")[0].split(",")[0].strip()
+            continue
+        m = row.match(line)
+        if not m:
+            continue
+        key = (header, m.group(1).rstrip())
+        if key not in values:
+            order.append(key)
+            values[key], ratios[key] = [], []
+        values[key].append(float(m.group(2)))
+        ratios[key].append(float(m.group(3)))
+for key in order:
+    v, r = values[key], ratios[key]
+    print(f"  {key[1]:<52} {statistics.median(v):10.1f}  {statistics.median(r):5.2f}x"
+          f"  [{min(r):.2f}..{max(r):.2f}] ({len(r)} rounds; {key[0]})")
+PY
+  exit 0
+fi
 declare -A run=()
 IFS=, read -r -a only_list <<<"$only"
 [[ ${#only_list[@]} -gt 0 ]] || bad "--only is empty"

@@ -22,18 +22,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "atp/wire.h"
 #include "atp/worker.h"
 #include "examples/atp_throughput/example_cluster.h"
 #include "examples/common/endpoint.h"
@@ -62,6 +65,11 @@ ABSL_FLAG(int, pause_after_iteration, 0,
           "--role=worker, for tests: once this many iterations are done (no operation in "
           "flight), stop the whole process (SIGSTOP) until it gets a SIGCONT, so that a test "
           "can restart the PS between two operations (tests/multiprocess ps_restart); 0: never.");
+ABSL_FLAG(bool, start_barrier, true,
+          "--role=worker: before each timed iteration, an untimed one-fragment operation that "
+          "completes only once every worker has prepared its input, so that no worker's time "
+          "includes another's preparation (the verification's sums take longer than the "
+          "operation itself); false: the timed operation starts as soon as this worker is ready.");
 ABSL_FLAG(bool, json, false, "Print the result as one JSON object instead of text.");
 ABSL_FLAG(bool, progress, true,
           "Print a progress line on stderr after each iteration (--role=worker: also with --json).");
@@ -113,7 +121,7 @@ int Main(int argc, char** argv) {
       {"rank", "seed", "deadline_s", "address", "dpdk_port", "memif_socket", "memif_role",
        "memif_id", "iface", "netns", "pci", "dpdk_memory_mb", "udp_bind", "udp_gateway", "job",
        "workers_per_rack", "ps_address", "group", "pcap_dir", "pcap_max_file_mb",
-       "pcap_max_files", "source_check", "pause_after_iteration"},
+       "pcap_max_files", "source_check", "pause_after_iteration", "start_barrier"},
       "only with --role=worker"));
   ClusterShape shape;
   shape.workers = absl::GetFlag(FLAGS_workers);
@@ -397,38 +405,47 @@ int RunWorker() {
   std::vector<float> in(static_cast<size_t>(n)), out(static_cast<size_t>(n)),
       expected(static_cast<size_t>(n));
   WorkerRun run;
+  // PushPullAndWait: one operation to its end; false (run.error says why) on
+  // a failure, a signal or the deadline.
+  const auto push_pull_and_wait = [&](std::span<const float> input, std::span<float> output,
+                                      int it, const char* what) {
+    absl::StatusOr<Handle> h = (*worker)->PushPull(input, output);
+    if (!h.ok()) {
+      run.error = absl::StrCat("iteration ", it, ": PushPull", what, ": ", h.status().message());
+      return false;
+    }
+    for (;;) {
+      const absl::Status done =
+          h->WaitUntil(std::min(deadline, absl::Now() + absl::Milliseconds(200)));
+      if (done.code() != absl::StatusCode::kDeadlineExceeded) {
+        if (!done.ok()) run.error = absl::StrCat("iteration ", it, what, ": ", done.message());
+        return done.ok();
+      }
+      if (stop.Poll()) {
+        run.error = absl::StrCat("stopped by signal ", stop.stop_signal(), " during iteration ", it);
+        return false;
+      }
+      if (absl::Now() >= deadline) {
+        run.error = absl::StrCat(
+            "--deadline_s=", deadline_s, " passed during iteration ", it, what, " of ", iterations,
+            " (", it, " done): no aggregate arrived; is the network (switches, the PS, the other ",
+            workers - 1, " workers) up, with the same --job, --racks, --workers_per_rack, "
+            "--io_threads and --seed?");
+        return false;
+      }
+    }
+  };
+  const bool start_barrier = absl::GetFlag(FLAGS_start_barrier);
+  std::array<float, wire::kValuesPerFragment> barrier_in{}, barrier_out{};
   for (int it = 0; it < iterations && run.error.empty(); ++it) {
     const uint32_t iteration = static_cast<uint32_t>(it);
     FillInput(seed, job, rank, iteration, workers, in);
     std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+    // Every worker ready: the timed operation starts for all at about the
+    // same time (the barrier's result reaches them together).
+    if (start_barrier && !push_pull_and_wait(barrier_in, barrier_out, it, " (start barrier)")) break;
     const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<Handle> h = (*worker)->PushPull(in, out);
-    if (!h.ok()) {
-      run.error = absl::StrCat("iteration ", it, ": PushPull: ", h.status().message());
-      break;
-    }
-    absl::Status done;
-    for (;;) {
-      done = h->WaitUntil(std::min(deadline, absl::Now() + absl::Milliseconds(200)));
-      if (done.code() != absl::StatusCode::kDeadlineExceeded) break;
-      if (stop.Poll()) {
-        run.error = absl::StrCat("stopped by signal ", stop.stop_signal(), " during iteration ", it);
-        break;
-      }
-      if (absl::Now() >= deadline) {
-        run.error = absl::StrCat(
-            "--deadline_s=", deadline_s, " passed during iteration ", it, " of ", iterations,
-            " (", it, " done): no aggregate arrived; is the network (switches, the PS, the other ",
-            workers - 1, " workers) up, with the same --job, --racks, --workers_per_rack, "
-            "--io_threads and --seed?");
-        break;
-      }
-    }
-    if (!run.error.empty()) break;
-    if (!done.ok()) {
-      run.error = absl::StrCat("iteration ", it, ": ", done.message());
-      break;
-    }
+    if (!push_pull_and_wait(in, out, it, "")) break;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     run.seconds += seconds;

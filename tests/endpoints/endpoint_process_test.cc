@@ -164,7 +164,9 @@ TEST_F(EndpointProcessTest, WorkerAndParameterServerOverTheKernelUdpOverlay) {
   ASSERT_EQ(ps.Wait(std::chrono::seconds(30)), 0) << ps.Stderr();
   const nlohmann::json stats = nlohmann::json::parse(ReadFile(dir_ + "/ps.json"), nullptr, false);
   ASSERT_FALSE(stats.is_discarded());
-  EXPECT_EQ(stats["ps"]["completed"], 3 * 646);  // ceil(40000 / 62) fragments per iteration
+  // ceil(40000 / 62) fragments per iteration, and the start barrier's one
+  // before each (atp-throughput --start_barrier).
+  EXPECT_EQ(stats["ps"]["completed"], 3 * (646 + 1));
 }
 
 TEST_F(EndpointProcessTest, WorkerAndParameterServerOverOneMemifLink) {
@@ -202,10 +204,10 @@ TEST_F(EndpointProcessTest, WorkerAndParameterServerOverOneMemifLink) {
   ASSERT_FALSE(stats.is_discarded()) << ReadFile(dir_ + "/ps.json");
   EXPECT_EQ(stats["tool"], "atp-ps");
   EXPECT_EQ(stats["running"], false);
-  // 4 iterations of ceil(50000 / 62) = 807 fragments, each completed once
-  // from the one worker's contribution.
-  EXPECT_EQ(stats["ps"]["completed"], 4 * 807);
-  EXPECT_EQ(stats["ps"]["contributions"], 4 * 807);
+  // 4 iterations of ceil(50000 / 62) = 807 fragments and the start
+  // barrier's one, each completed once from the one worker's contribution.
+  EXPECT_EQ(stats["ps"]["completed"], 4 * (807 + 1));
+  EXPECT_EQ(stats["ps"]["contributions"], 4 * (807 + 1));
   EXPECT_EQ(stats["ps"]["decode_errors"], 0);
   EXPECT_EQ(stats["device"]["tx_unroutable"], 0);
   EXPECT_EQ(stats["device"]["queues"], 2);

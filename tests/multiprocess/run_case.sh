@@ -545,7 +545,9 @@ PY
     [[ $(metric "$out/ps1.during.prom" atp_ps_completed_total job=1) -gt 0 ]] || fail "ps1: nothing completed during the job"
     note "scraped during the job: tor0 and ps1 counting"
     for r in 0 1 2 3; do wait_worker 1 "$r"; done
-    fragments=$(( (tensor_floats + 61) / 62 * iterations ))
+    # Each iteration's fragments and its start barrier's one
+    # (atp-throughput --start_barrier).
+    fragments=$(( ((tensor_floats + 61) / 62 + 1) * iterations ))
     scrape "$ps_url" "$out/ps1.after.prom"
     completed=$(metric "$out/ps1.after.prom" atp_ps_completed_total job=1)
     [[ $completed -eq $fragments ]] || fail "ps1 completed $completed fragments, the job has $fragments"

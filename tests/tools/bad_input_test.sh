@@ -59,6 +59,7 @@ expect "--udp_bind" atp-throughput --udp_bind=127.0.0.1:47000
 expect "--pcap_dir" atp-throughput --pcap_dir="$dir"
 expect "--source_check" atp-throughput --source_check=off
 expect "--pause_after_iteration" atp-throughput --pause_after_iteration=1
+expect "--start_barrier" atp-throughput --start_barrier=false
 # --- atp-throughput --role=worker
 expect "--slots" atp-throughput "${worker[@]}" --slots=100
 expect "--window" atp-throughput "${worker[@]}" --slots=64 --window=65
