@@ -34,11 +34,14 @@
 # machine, so one round's ratio is a sample, not a figure.
 #
 # Every program checks every result against the exact sum and exits non-zero
-# on a wrong one; the runner then fails (exit 1). Timing: gloo and MPI time
-# I iterations after an untimed warm-up; the process jobs run I+1 iterations
-# and the first (which waits for the last worker to start) is left out,
-# likewise, from each worker's per-iteration times; the in-process cluster
-# times all I. Bandwidth: tensor bytes / time per operation, per worker (the
+# on a wrong one; the runner then fails (exit 1). Timing: every timed
+# operation starts behind a barrier, so that no rank's time includes another
+# rank's preparation (MPI_Barrier, gloo's BarrierAllToAll, atp-throughput's
+# --start_barrier: a one-fragment operation); gloo and MPI time I iterations
+# after an untimed warm-up; the process jobs run I+1 iterations and the first
+# is left out, likewise, from each worker's per-iteration times; the
+# in-process cluster (one thread submits every worker's operation) times all
+# I. Bandwidth: tensor bytes / time per operation, per worker (the
 # mean over a job's workers). Output: a table (MB/s per worker, ratio to gloo
 # with the same ranks; for process jobs also each worker's window and
 # smoothed round trip at the end, and the CPU time atp-switchd and atp-ps used
