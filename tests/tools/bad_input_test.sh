@@ -59,12 +59,15 @@ expect "--udp_bind" atp-throughput --udp_bind=127.0.0.1:47000
 expect "--pcap_dir" atp-throughput --pcap_dir="$dir"
 expect "--source_check" atp-throughput --source_check=off
 expect "--pause_after_iteration" atp-throughput --pause_after_iteration=1
+expect "--cluster_threads" atp-throughput --workers=2 --cluster_threads=4
+expect "--cluster_threads" atp-throughput --cluster_threads=-2
 # --- atp-throughput --role=worker
 expect "--slots" atp-throughput "${worker[@]}" --slots=100
 expect "--window" atp-throughput "${worker[@]}" --slots=64 --window=65
 expect "--link_gbps" atp-throughput "${worker[@]}" --slots=64 --window=10 --link_gbps=25
 expect "--path_rtt_us" atp-throughput "${worker[@]}" --path_rtt_us=0
 expect "--workers" atp-throughput "${worker[@]}" --workers=4
+expect "--cluster_threads" atp-throughput "${worker[@]}" --cluster_threads=1
 expect "--tensor_floats" atp-throughput "${worker[@]}" --tensor_floats=40000000000
 expect "--rto_floor_us" atp-throughput "${worker[@]}" --rto_floor_us=0
 expect "--max_sleep_us" atp-throughput "${worker[@]}" --max_sleep_us=0
