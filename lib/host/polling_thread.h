@@ -107,7 +107,7 @@ class PollingThread {
   void Run();
   // RunRound: every step once; the time of the last one in `now`.
   StepResult RunRound(TimePoint& now);
-  // ApplyChanges: the thread, between rounds (or anyone under mu_ once it
+  // ApplyChangesLocked: under mu_, the thread between rounds (or anyone once it
   // stopped): adds and removes what Add and Remove handed over.
   void ApplyChangesLocked();
   void Sleep(TimeDelta at_most);
