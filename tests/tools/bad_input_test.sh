@@ -47,6 +47,8 @@ expect "--spin_iterations" atp-throughput --spin_iterations=-1
 expect "--spin_iterations" atp-throughput --busy_poll --spin_iterations=5
 expect "--rto_floor_us" atp-throughput --rto_floor_us=0
 expect "--io_threads" atp-throughput --io_threads=-1
+expect "--cluster_threads" atp-throughput --workers=2 --cluster_threads=4
+expect "--cluster_threads" atp-throughput --cluster_threads=-2
 expect "--slots" atp-throughput --slots=100
 expect "--window" atp-throughput --window=300 --slots=256
 expect "--path_rtt_us" atp-throughput --path_rtt_us=2000000
@@ -59,8 +61,6 @@ expect "--udp_bind" atp-throughput --udp_bind=127.0.0.1:47000
 expect "--pcap_dir" atp-throughput --pcap_dir="$dir"
 expect "--source_check" atp-throughput --source_check=off
 expect "--pause_after_iteration" atp-throughput --pause_after_iteration=1
-expect "--cluster_threads" atp-throughput --workers=2 --cluster_threads=4
-expect "--cluster_threads" atp-throughput --cluster_threads=-2
 # --- atp-throughput --role=worker
 expect "--slots" atp-throughput "${worker[@]}" --slots=100
 expect "--window" atp-throughput "${worker[@]}" --slots=64 --window=65
