@@ -65,6 +65,15 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
     ATP_RETURN_IF_ERROR(
         options.jobs[j].job.Validate(absl::StrCat("LocalClusterOptions.jobs[", j, "].job")));
   }
+  if (options.shared_threads > 0) {
+    absl::StatusOr<std::shared_ptr<SharedIoThreads>> threads =
+        SharedIoThreads::Create(options.shared_threads, options.polling, "atp-cluster");
+    if (!threads.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LocalClusterOptions.shared_threads: ", threads.status().message()));
+    }
+    cluster->shared_threads_ = *std::move(threads);
+  }
   if (loopback) {
     SwitchFabricOptions fabric;
     fabric.aggregation = options.aggregation;
@@ -154,6 +163,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
       ps.io_threads = spec.ps_threads;
       ps.base_port = job.base_port;
       ps.polling = options.polling;
+      ps.shared_io_threads = cluster->shared_threads_;
       ps.orphan_timeout = spec.ps_orphan_timeout;
       if (job.stall_timeout != absl::InfiniteDuration()) {
         ps.waiting_report_interval = std::min(absl::Seconds(1), job.stall_timeout / 4);
@@ -175,6 +185,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
         w.worker_in_rack = i;
         w.parameter_servers = ps_addresses;
         w.polling = options.polling;
+        w.shared_io_threads = cluster->shared_threads_;
         if (spec.adjust_worker) spec.adjust_worker(rank, w);
         out.worker_options.push_back(w);
         ATP_ASSIGN_OR_RETURN(std::unique_ptr<Worker> worker,

@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "atp/options.h"
 #include "atp/parameter_server.h"
+#include "atp/shared_io_threads.h"
 #include "atp/transport.h"
 #include "atp/transport/loopback.h"
 #include "atp/transport_factory.h"
@@ -66,6 +67,11 @@ struct LocalClusterOptions {
   FabricAggregation aggregation = FabricAggregation::kTwoLevel;
   std::vector<LocalJob> jobs;
   PollingOptions polling;
+  // shared_threads: 0: every I/O loop (a worker's queue, a PS's thread) on a
+  // thread of its own. N (1..64): all of them on N SharedIoThreads
+  // (atp/shared_io_threads.h), which back off as `polling` says. Loopback
+  // frames between loops of one thread need no wake-up.
+  uint32_t shared_threads = 0;
   // Fabric (loopback only).
   double loss_rate = 0.0;
   uint64_t seed = 1;
@@ -98,6 +104,9 @@ class LocalCluster {
   transport::Device& parameter_server_device(size_t job, size_t index) {
     return *jobs_[job].ps_devices[index];
   }
+  // shared_threads: the threads every endpoint's loops run on; null with
+  // LocalClusterOptions::shared_threads 0.
+  SharedIoThreads* shared_threads() { return shared_threads_.get(); }
   // fabric / wire: null with kKernelUdp.
   SwitchFabric* fabric() { return fabric_.get(); }
   transport::LoopbackWire* wire() { return wire_.get(); }
@@ -136,6 +145,8 @@ class LocalCluster {
 
   std::unique_ptr<SwitchFabric> fabric_;
   std::shared_ptr<transport::LoopbackWire> wire_;
+  // The endpoints hold it too (their options name it): it stops with the last.
+  std::shared_ptr<SharedIoThreads> shared_threads_;
   std::vector<Job> jobs_;
 };
 

@@ -40,11 +40,20 @@ std::string SwitchesFlag(int racks) {
   return s;
 }
 
+int ClusterLoops(const ClusterShape& shape) { return shape.workers * shape.io_threads + 1; }
+
 std::string Describe(const ClusterShape& shape) {
   std::string out = absl::StrCat(shape.workers, " workers in ", shape.racks, " rack",
                                  shape.racks == 1 ? "" : "s", ", ", shape.io_threads,
                                  " I/O thread", shape.io_threads == 1 ? "" : "s",
-                                 " each, transport ", ClusterTransportFlag());
+                                 " each, ");
+  if (shape.shared_threads == 0) {
+    absl::StrAppend(&out, "a thread per loop");
+  } else {
+    absl::StrAppend(&out, shape.shared_threads, " shared thread",
+                    shape.shared_threads == 1 ? "" : "s");
+  }
+  absl::StrAppend(&out, ", transport ", ClusterTransportFlag());
   if (ClusterTransportFlag() == "loopback") {
     absl::StrAppend(&out, ", switches ", SwitchesFlag(shape.racks));
     if (absl::GetFlag(FLAGS_loss) > 0) absl::StrAppend(&out, ", loss ", absl::GetFlag(FLAGS_loss));
@@ -60,6 +69,17 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
         ": needs 1..32 racks and 1..32 workers in each rack"));
   }
   if (absl::Status s = tool::CheckRange("io_threads", shape.io_threads, 1, 16); !s.ok()) return s;
+  if (shape.shared_threads != 0) {
+    // More threads than loops would leave some idle; 64: SharedIoThreads' limit.
+    const int most = std::min(64, ClusterLoops(shape));
+    if (absl::Status s = tool::CheckRange("cluster_threads", shape.shared_threads, 1, most);
+        !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          s.message(), " (0: a thread per loop; -1: one per core; at most 64 and at most the ",
+          ClusterLoops(shape), " I/O loops: ", shape.workers, " workers x ", shape.io_threads,
+          " io_threads + 1 PS)"));
+    }
+  }
   const double loss = absl::GetFlag(FLAGS_loss);
   if (!(loss >= 0 && loss < 1)) return tool::FlagError("loss", absl::StrCat(loss, " is not in [0, 1)"));
   testbed::LocalClusterOptions options;
@@ -92,6 +112,7 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
   absl::StatusOr<PollingOptions> polling = PollingFromFlags();
   if (!polling.ok()) return polling.status();
   options.polling = *polling;
+  options.shared_threads = static_cast<uint32_t>(shape.shared_threads);
   testbed::LocalJob job;
   job.job.job_id = 1;
   job.job.layout.workers_per_rack.assign(static_cast<size_t>(shape.racks), 0);

@@ -27,7 +27,14 @@ struct ClusterShape {
   int workers = 2;
   int racks = 1;
   int io_threads = 1;
+  // shared_threads: 0: a thread per I/O loop; N: N threads shared by all of
+  // them (testbed::LocalClusterOptions::shared_threads), 1..ClusterLoops.
+  // Named --cluster_threads in messages.
+  int shared_threads = 0;
 };
+
+// ClusterLoops: the I/O loops of `shape`'s job: each worker's queues and the PS's.
+int ClusterLoops(const ClusterShape& shape);
 
 // MakeCluster: the job `shape` as threads of this process, placed by the
 // shared flags (--transport, --switches, --loss, --busy_poll, ...); refuses

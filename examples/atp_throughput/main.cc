@@ -31,6 +31,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -61,6 +62,10 @@ ABSL_FLAG(double, deadline_s, 120,
 ABSL_FLAG(int64_t, tensor_floats, 1 << 20, "Floats in each worker's tensor, per iteration.");
 ABSL_FLAG(int, workers, 4, "--role=cluster: workers in the job (spread over --racks).");
 ABSL_FLAG(int, iterations, 5, "Aggregations to time, one after the other.");
+ABSL_FLAG(int, cluster_threads, -1,
+          "--role=cluster: threads that run all the job's I/O loops (each worker's --io_threads "
+          "queues and the PS's thread), shared (atp/shared_io_threads.h); 0: a thread per loop; "
+          "-1 (default): as many as the machine has cores, at most one per loop.");
 ABSL_FLAG(int, pause_after_iteration, 0,
           "--role=worker, for tests: once this many iterations are done (no operation in "
           "flight), stop the whole process (SIGSTOP) until it gets a SIGCONT, so that a test "
@@ -98,6 +103,15 @@ constexpr char kProgram[] = "atp-throughput";
 
 int RunWorker();
 
+// ClusterThreadsFromFlag: what --cluster_threads=`flag` gives `shape`: -1:
+// one thread per core, at most one per loop (threads beyond the cores only
+// add hand-offs); else `flag` itself (MakeCluster checks it).
+int ClusterThreadsFromFlag(const ClusterShape& shape, int flag) {
+  if (flag != -1) return flag;
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(1, std::min(cores, ClusterLoops(shape)));
+}
+
 // CheckSizeFlags: --tensor_floats and --iterations, and the memory the run
 // needs for `tensors` tensors of --tensor_floats floats.
 void CheckSizeFlags(double tensors) {
@@ -127,6 +141,7 @@ int Main(int argc, char** argv) {
   shape.workers = absl::GetFlag(FLAGS_workers);
   shape.racks = absl::GetFlag(FLAGS_racks);
   shape.io_threads = absl::GetFlag(FLAGS_io_threads);
+  shape.shared_threads = ClusterThreadsFromFlag(shape, absl::GetFlag(FLAGS_cluster_threads));
   // Each worker's input and output, the exact aggregate, and the oracle's
   // int64 sums (two floats' worth).
   CheckSizeFlags(2.0 * std::max(shape.workers, 1) + 3);
@@ -211,6 +226,7 @@ int Main(int argc, char** argv) {
     j["workers"] = shape.workers;
     j["racks"] = shape.racks;
     j["io_threads"] = shape.io_threads;
+    j["cluster_threads"] = shape.shared_threads;
     j["transport"] = ClusterTransportFlag();
     j["switches"] = SwitchesFlag(shape.racks);
     j["tensor_floats"] = n;
@@ -354,7 +370,7 @@ int RunWorker() {
   // A worker's job shape comes from the endpoint flags (--racks,
   // --workers_per_rack); its window and slots from the window flags, which
   // the PS (atp-ps) must share (examples/common/window_flags.h).
-  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss"},
+  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss", "cluster_threads"},
                                               "only with --role=cluster"));
   CheckSizeFlags(3);  // input, output, expected sum
   if (!(deadline_s > 0)) return bad("--deadline_s: must be > 0");

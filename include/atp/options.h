@@ -26,6 +26,7 @@
 #define ATP_OPTIONS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -36,6 +37,8 @@
 #include "atp/wire.h"
 
 namespace atp {
+
+class SharedIoThreads;  // atp/shared_io_threads.h
 
 // RackLayout: how a job's workers sit in racks (the job's "shape", ATP-SPEC
 // section 2): one entry per rack, the number of workers in it. A worker is
@@ -169,6 +172,11 @@ struct WorkerOptions {
   // size()], compared as this says.
   SourceCheck parameter_source_check = SourceCheck::kIpv4;
   PollingOptions polling;
+  // shared_io_threads: null (the default): each queue's loop runs on a
+  // thread of its own, backing off as `polling` says. Set: the loops run on
+  // these threads, shared with the process's other endpoints that name them
+  // (atp/shared_io_threads.h), and `polling` is unused.
+  std::shared_ptr<SharedIoThreads> shared_io_threads;
   // max_burst: frames per transport burst, 1..256.
   uint32_t max_burst = 32;
 
@@ -228,6 +236,10 @@ struct ParameterServerOptions {
   // source to compare: its caller's sockets see the sender).
   SourceCheck gradient_source_check = SourceCheck::kIpv4;
   PollingOptions polling;
+  // shared_io_threads: null (the default): io_threads threads of its own.
+  // Set: its io_threads loops run on these threads instead (as
+  // WorkerOptions::shared_io_threads); an EmbeddedParameterServer ignores it.
+  std::shared_ptr<SharedIoThreads> shared_io_threads;
   uint32_t max_burst = 32;  // 1..256
   // orphan_timeout: a fragment the PS has partial state for (integer sums, or
   // float32 rows on the overflow path) and that no frame touched for this

@@ -19,32 +19,90 @@
 namespace atp::host {
 
 absl::StatusOr<std::unique_ptr<PollingThread>> PollingThread::Start(std::string name,
-                                                                    const PollingOptions& options,
-                                                                    std::vector<int> wait_fds,
-                                                                    StepFunction step) {
+                                                                    const PollingOptions& options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   const int doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (doorbell < 0) {
     return absl::InternalError(absl::StrCat("eventfd: ", std::strerror(errno)));
   }
-  wait_fds.erase(std::remove(wait_fds.begin(), wait_fds.end(), -1), wait_fds.end());
-  std::unique_ptr<PollingThread> thread(new PollingThread(
-      std::move(name), options, std::move(wait_fds), std::move(step), doorbell));
+  std::unique_ptr<PollingThread> thread(new PollingThread(std::move(name), options, doorbell));
   thread->thread_ = std::thread([t = thread.get()] { t->Run(); });
   return thread;
 }
 
-PollingThread::PollingThread(std::string name, const PollingOptions& options,
-                             std::vector<int> wait_fds, StepFunction step, int doorbell_fd)
-    : name_(std::move(name)),
-      options_(options),
-      wait_fds_(std::move(wait_fds)),
-      step_(std::move(step)),
-      doorbell_fd_(doorbell_fd) {}
+absl::StatusOr<std::unique_ptr<PollingThread>> PollingThread::Start(std::string name,
+                                                                    const PollingOptions& options,
+                                                                    std::vector<int> wait_fds,
+                                                                    StepFunction step) {
+  absl::StatusOr<std::unique_ptr<PollingThread>> thread = Start(std::move(name), options);
+  if (thread.ok()) (*thread)->Add(std::move(wait_fds), std::move(step));
+  return thread;
+}
+
+PollingThread::PollingThread(std::string name, const PollingOptions& options, int doorbell_fd)
+    : name_(std::move(name)), options_(options), doorbell_fd_(doorbell_fd) {
+  poll_fds_.push_back(pollfd{doorbell_fd_, POLLIN, 0});
+}
 
 PollingThread::~PollingThread() {
   Stop();
   close(doorbell_fd_);
+}
+
+PollingThread::StepId PollingThread::Add(std::vector<int> wait_fds, StepFunction step) {
+  wait_fds.erase(std::remove(wait_fds.begin(), wait_fds.end(), -1), wait_fds.end());
+  StepId id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = next_id_++;
+    added_.push_back(Step{id, std::move(wait_fds), std::move(step)});
+    step_count_.fetch_add(1, std::memory_order_relaxed);
+    if (stopped_) {
+      ApplyChangesLocked();
+      return id;
+    }
+    changed_.store(true, std::memory_order_release);
+  }
+  Wake();
+  return id;
+}
+
+void PollingThread::Remove(StepId id) {
+  std::unique_lock<std::mutex> lock(mu_);
+  removed_.push_back(id);
+  if (stopped_) {
+    ApplyChangesLocked();
+    return;
+  }
+  changed_.store(true, std::memory_order_release);
+  // The thread applies every change handed over so far at its next
+  // ApplyChangesLocked, which counts as applied_ + 1.
+  const uint64_t target = applied_ + 1;
+  lock.unlock();
+  Wake();
+  lock.lock();
+  applied_cv_.wait(lock, [&] { return applied_ >= target || stopped_; });
+  if (stopped_) ApplyChangesLocked();  // Stop ran first: apply it here
+}
+
+void PollingThread::ApplyChangesLocked() {
+  changed_.store(false, std::memory_order_relaxed);
+  for (Step& step : added_) steps_.push_back(std::move(step));
+  added_.clear();
+  for (StepId id : removed_) {
+    const auto it =
+        std::find_if(steps_.begin(), steps_.end(), [id](const Step& s) { return s.id == id; });
+    if (it == steps_.end()) continue;
+    steps_.erase(it);
+    step_count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  removed_.clear();
+  poll_fds_.resize(1);  // the doorbell
+  for (const Step& step : steps_) {
+    for (int fd : step.wait_fds) poll_fds_.push_back(pollfd{fd, POLLIN, 0});
+  }
+  ++applied_;
+  applied_cv_.notify_all();
 }
 
 void PollingThread::Wake() {
@@ -61,15 +119,35 @@ void PollingThread::Stop() {
   stop_.store(true, std::memory_order_release);
   Wake();
   if (thread_.joinable()) thread_.join();
+  // From here on the step list is whoever holds mu_'s; a Remove waiting for
+  // a round that will never come applies its change itself.
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;
+  applied_cv_.notify_all();
+}
+
+StepResult PollingThread::RunRound(TimePoint& now) {
+  StepResult round;
+  for (Step& step : steps_) {
+    now = MonotonicNow();
+    const StepResult result = step.function(now);
+    round.did_work = round.did_work || result.did_work;
+    round.deadline = std::min(round.deadline, result.deadline);
+  }
+  return round;
 }
 
 void PollingThread::Run() {
   pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
   AdaptiveBackoff backoff(options_);
   while (!stop_.load(std::memory_order_acquire)) {
+    if (changed_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ApplyChangesLocked();
+    }
     const uint64_t seen = wake_seq_.load(std::memory_order_seq_cst);
-    const TimePoint now = MonotonicNow();
-    const StepResult result = step_(now);
+    TimePoint now = MonotonicNow();
+    const StepResult result = RunRound(now);
     if (result.did_work || result.deadline <= now) {
       backoff.OnWork();
       continue;
@@ -89,7 +167,7 @@ void PollingThread::Run() {
               result.deadline.IsInfinite() ? TimeDelta::Infinite() : result.deadline - now;
           Sleep(std::min(backoff.sleep(), until_deadline));
         } else {
-          backoff.OnWork();  // new work arrived: look at it at once
+          backoff.OnWork();  // new work (or a change of steps) arrived: look at it at once
         }
         sleeping_.store(false, std::memory_order_relaxed);
         break;
@@ -111,15 +189,8 @@ void SleepUntilReadable(std::span<pollfd> fds, TimeDelta at_most) {
 
 void PollingThread::Sleep(TimeDelta at_most) {
   sleeps_.fetch_add(1, std::memory_order_relaxed);
-  pollfd fds[1 + 16];
-  size_t n = 0;
-  fds[n++] = pollfd{doorbell_fd_, POLLIN, 0};
-  for (int fd : wait_fds_) {
-    if (n == sizeof(fds) / sizeof(fds[0])) break;
-    fds[n++] = pollfd{fd, POLLIN, 0};
-  }
-  SleepUntilReadable(std::span<pollfd>(fds, n), at_most);
-  if ((fds[0].revents & POLLIN) != 0) {
+  SleepUntilReadable(std::span<pollfd>(poll_fds_), at_most);
+  if ((poll_fds_[0].revents & POLLIN) != 0) {
     uint64_t count;
     [[maybe_unused]] ssize_t r = read(doorbell_fd_, &count, sizeof(count));
   }

@@ -1,5 +1,5 @@
-// lib/runtime/parameter_server.cc: atp::ParameterServer (threads of
-// PsIoLoop) and atp::EmbeddedParameterServer (PsShards behind locks).
+// lib/runtime/parameter_server.cc: atp::ParameterServer (PsIoLoops on
+// LoopThreads) and atp::EmbeddedParameterServer (PsShards behind locks).
 #include "atp/parameter_server.h"
 
 #include <mutex>
@@ -9,10 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "atp/status_macros.h"
 #include "lib/host/clock.h"
-#include "lib/host/polling_thread.h"
 #include "lib/host/ps_io_loop.h"
 #include "lib/host/ps_shard.h"
 #include "lib/host/worker_config.h"
+#include "lib/runtime/loop_threads.h"
 
 namespace atp {
 namespace {
@@ -94,19 +94,15 @@ class ParameterServerImpl {
     }
     for (uint32_t t = 0; t < o.io_threads; ++t) {
       host::PsIoLoop* loop = impl->loops_[t].get();
-      ATP_ASSIGN_OR_RETURN(
-          std::unique_ptr<host::PollingThread> thread,
-          host::PollingThread::Start(absl::StrCat("atp-ps", o.server_index, "-t", t), o.polling,
-                                        loop->wait_fds(),
-                                        [loop](TimePoint now) { return loop->Step(now); }));
-      impl->threads_.push_back(std::move(thread));
+      ATP_RETURN_IF_ERROR(impl->threads_.Run(absl::StrCat("atp-ps", o.server_index, "-t", t),
+                                             loop->wait_fds(),
+                                             [loop](TimePoint now) { return loop->Step(now); }));
     }
     return impl;
   }
 
   ~ParameterServerImpl() {
-    for (auto& thread : threads_) thread->Stop();
-    threads_.clear();
+    threads_.StopAll();
     loops_.clear();  // frames back to the device's pools before the device goes
   }
 
@@ -118,12 +114,14 @@ class ParameterServerImpl {
 
  private:
   ParameterServerImpl(ParameterServerOptions options, std::unique_ptr<transport::Device> owned)
-      : options_(std::move(options)), owned_device_(std::move(owned)) {}
+      : options_(std::move(options)),
+        owned_device_(std::move(owned)),
+        threads_(options_.shared_io_threads, options_.polling) {}
 
   const ParameterServerOptions options_;
   std::unique_ptr<transport::Device> owned_device_;
   std::vector<std::unique_ptr<host::PsIoLoop>> loops_;
-  std::vector<std::unique_ptr<host::PollingThread>> threads_;
+  internal::LoopThreads threads_;  // shard t's loop runs as threads_'s loop t
 };
 
 class EmbeddedParameterServerImpl {

@@ -81,7 +81,8 @@ WorkerImpl::WorkerImpl(WorkerOptions options, transport::Device& device,
       device_(device),
       total_workers_(options_.job.layout.total_workers()),
       finished_(std::make_shared<std::atomic<uint64_t>>(0)),
-      scheduler_(std::move(scheduler)) {}
+      scheduler_(std::move(scheduler)),
+      threads_(options_.shared_io_threads, options_.polling) {}
 
 absl::Status WorkerImpl::StartQueues() {
   const int rank = options_.job.layout.RankOf(options_.rack, options_.worker_in_rack);
@@ -107,14 +108,12 @@ absl::Status WorkerImpl::StartQueues() {
   }
   for (uint32_t q = 0; q < options_.job.io_threads; ++q) {
     host::WorkerIoLoop* loop = loops_[q].get();
-    absl::StatusOr<std::unique_ptr<host::PollingThread>> thread = host::PollingThread::Start(
-        absl::StrCat("atp-w", rank, "-q", q), options_.polling, {loop->wait_fd()},
-        [loop](TimePoint now) { return loop->Step(now); });
-    if (!thread.ok()) {
+    if (absl::Status s = threads_.Run(absl::StrCat("atp-w", rank, "-q", q), {loop->wait_fd()},
+                                      [loop](TimePoint now) { return loop->Step(now); });
+        !s.ok()) {
       Shutdown();
-      return thread.status();
+      return s;
     }
-    threads_.push_back(*std::move(thread));
   }
   return absl::OkStatus();
 }
@@ -122,10 +121,9 @@ absl::Status WorkerImpl::StartQueues() {
 WorkerImpl::~WorkerImpl() { Shutdown(); }
 
 void WorkerImpl::Shutdown() {
-  for (auto& thread : threads_) thread->Stop();
+  threads_.StopAll();
   const absl::Status cancelled = absl::CancelledError("the Worker was destroyed");
   for (auto& loop : loops_) loop->Abandon(cancelled);
-  threads_.clear();
   // Loops return their frames to the device's pools: before the device goes.
   loops_.clear();
 }
@@ -190,7 +188,7 @@ std::shared_ptr<OpState> WorkerImpl::SubmitLocked(std::span<const float> input,
     request.skip.first_fragment = piece.first_value / wire::kValuesPerFragment;
     loops_[piece.queue]->Submit(std::move(request));
   }
-  for (const scheduler::Piece& piece : pieces_) threads_[piece.queue]->Wake();
+  for (const scheduler::Piece& piece : pieces_) threads_.Wake(piece.queue);
   return op;
 }
 

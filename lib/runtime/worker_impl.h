@@ -1,5 +1,6 @@
 // lib/runtime/worker_impl.h: what stands behind atp::Worker: the scheduler,
-// one WorkerIoLoop and PollingThread per queue, and the table of pushed
+// one WorkerIoLoop per queue and the threads they run on (LoopThreads), and
+// the table of pushed
 // tensors waiting to be pulled.
 #ifndef ATP_LIB_RUNTIME_WORKER_IMPL_H_
 #define ATP_LIB_RUNTIME_WORKER_IMPL_H_
@@ -18,9 +19,9 @@
 #include "atp/transport.h"
 #include "atp/worker.h"
 #include "lib/host/op_state.h"
-#include "lib/host/polling_thread.h"
 #include "lib/host/worker_failure.h"
 #include "lib/host/worker_io_loop.h"
+#include "lib/runtime/loop_threads.h"
 #include "lib/scheduler/fragment_scheduler.h"
 
 namespace atp::internal {
@@ -84,7 +85,7 @@ class WorkerImpl {
   absl::flat_hash_map<TensorKey, Pushed> pushed_;     // under mu_
 
   std::vector<std::unique_ptr<host::WorkerIoLoop>> loops_;
-  std::vector<std::unique_ptr<host::PollingThread>> threads_;
+  LoopThreads threads_;  // loop q runs as threads_'s loop q
 };
 
 }  // namespace atp::internal
