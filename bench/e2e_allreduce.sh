@@ -173,6 +173,8 @@ export ATP_BUILD_DIR="$build"
 # (scripts/testbed reads ATP_TESTBED_SWITCHD_FLAGS and ATP_TESTBED_PS_FLAGS
 # likewise): for measuring other settings; the table says they were set.
 read -r -a worker_flags <<<"${E2E_WORKER_FLAGS:-}"
+# E2E_CLUSTER_FLAGS: likewise for the in-process cluster (--cluster_threads=N).
+read -r -a cluster_flags <<<"${E2E_CLUSTER_FLAGS:-}"
 
 work=$(mktemp -d /tmp/e2e_allreduce.XXXXXX)
 testbeds=()
@@ -302,7 +304,7 @@ if wants cluster; then
   # process, loopback transport.
   "$atp" --role=cluster --workers="$workers" --racks="$racks" --io_threads="$io_threads" \
       --tensor_floats="$floats" --iterations="$iterations" --json --progress=false \
-      > "$work/atp_cluster.json"
+      ${cluster_flags[@]+"${cluster_flags[@]}"} > "$work/atp_cluster.json"
   [[ "$(json_field "$work/atp_cluster.json" errors)" == "0" ]] || wrong "libatp in-process cluster"
 fi
 if wants memif; then testbed_job memif memif "$racks" $((workers / racks)); fi
@@ -374,7 +376,7 @@ if wants small; then
     printf "  %-52s %10.1f  (%.2fx gloo average)\n", "atp-ping --transport=kernel_udp, p50", p, p / g
   }'
 fi
-for v in E2E_WORKER_FLAGS ATP_TESTBED_SWITCHD_FLAGS ATP_TESTBED_PS_FLAGS; do
+for v in E2E_WORKER_FLAGS E2E_CLUSTER_FLAGS ATP_TESTBED_SWITCHD_FLAGS ATP_TESTBED_PS_FLAGS; do
   [[ -z "${!v:-}" ]] || echo "note: $v='${!v}'"
 done
 echo "--- raw"
