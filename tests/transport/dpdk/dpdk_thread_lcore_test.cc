@@ -118,6 +118,41 @@ TEST_F(DpdkThreadLcoreTest, APlainThreadUsingAQueueHoldsAnLcoreUntilItEnds) {
   EXPECT_TRUE(PoolsAreFull(*b_));
 }
 
+TEST_F(DpdkThreadLcoreTest, MbufsSentOnOneLcoreAndFreedOnAnotherAllComeBack) {
+  // net_ring hands B the sender's own mbufs: the receiving thread frees A's
+  // TX mbufs into its own cache. Per-lcore caches do not care which lcore
+  // took an mbuf; once both threads end, every mbuf is back in its mempool.
+  std::vector<FrameBytes> sent;
+  for (uint32_t i = 0; i < 500; ++i) {
+    sent.push_back(MakeFrame(a_->address(), b_->address(), FrameSpec{wire::MakeSeq(0, i), i},
+                             a_->base_port()));
+  }
+  unsigned sender_lcore = LCORE_ID_ANY;
+  unsigned receiver_lcore = LCORE_ID_ANY;
+  std::thread sender([&] {
+    EXPECT_EQ(SendAll(a_->queue(0), sent, nullptr), sent.size());
+    sender_lcore = rte_lcore_id();
+  });
+  sender.join();
+  std::thread receiver([&] {
+    Collector at_b(*b_);
+    EXPECT_TRUE(at_b.PollUntil(sent.size()));
+    EXPECT_EQ(at_b.on_queue(0), sent);
+    receiver_lcore = rte_lcore_id();
+  });
+  receiver.join();
+  EXPECT_NE(sender_lcore, LCORE_ID_ANY);
+  EXPECT_NE(receiver_lcore, LCORE_ID_ANY);
+  EXPECT_TRUE(PoolsAreFull(*a_));
+  EXPECT_TRUE(PoolsAreFull(*b_));
+  rte_mempool* mempool = TxMempoolOfA();
+  EXPECT_EQ(rte_mempool_avail_count(mempool), mempool->size);
+  for (unsigned lcore = 0; lcore < RTE_MAX_LCORE; ++lcore) {
+    if (lcore == rte_get_main_lcore()) continue;  // this thread's own cache
+    ASSERT_EQ(rte_mempool_default_cache(mempool, lcore)->len, 0u) << "lcore " << lcore;
+  }
+}
+
 TEST_F(DpdkThreadLcoreTest, WithEveryLcoreIdTakenAQueueStillWorksWithoutACache) {
   const DpdkThreadLcoreStats before = GetDpdkThreadLcoreStats();
   // Holders take lcore ids until the EAL refuses one; they keep them until
