@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "atp/transport/segmentation.h"
+#include "transport/dpdk/thread_lcore.h"
 
 namespace atp::transport::internal {
 
@@ -45,6 +46,7 @@ DpdkQueue::~DpdkQueue() {
 // Receive
 
 size_t DpdkQueue::RxBurst(std::span<FrameRef> frames) {
+  EnsureThreadLcore();
   rte_mbuf* mbufs[kChunk];
   size_t n = 0;
   // First what other queues' threads steered here: frames of one flow take
@@ -158,6 +160,7 @@ rte_mbuf* DpdkQueue::TxMbufFor(const FrameRef& frame) {
 }
 
 size_t DpdkQueue::TxBurst(std::span<const FrameRef> frames) {
+  EnsureThreadLcore();
   size_t taken = 0;
   for (; taken < frames.size(); ++taken) {
     if (tx_room() == 0) {
@@ -193,6 +196,7 @@ size_t DpdkQueue::TxBurst(std::span<const FrameRef> frames) {
 }
 
 size_t DpdkQueue::TxSegmented(const SegmentationJob& job) {
+  EnsureThreadLcore();
   if (!IsValidSegmentationJob(job, config_.base_port)) {
     stats_.tx_bad_frames += job.size();
     return job.size();
@@ -261,6 +265,7 @@ void DpdkQueue::DrainTx() {
 }
 
 size_t DpdkQueue::Flush() {
+  EnsureThreadLcore();
   DrainTx();
   return tx_count_;
 }

@@ -57,6 +57,8 @@ struct DpdkQueueConfig {
   PortRestarter* restarter = nullptr;
 };
 
+// DpdkQueue: every burst call first makes its thread an lcore if it is not
+// one (thread_lcore.h), so that mbufs go through the thread's mempool cache.
 class DpdkQueue final : public Queue {
  public:
   // DpdkQueue: `peers` and `steering_rings` outlive the queue and do not

@@ -16,6 +16,7 @@
 #include "atp/transport/dpdk.h"
 #include "transport/dpdk/dpdk_headers.h"
 #include "transport/dpdk/status.h"
+#include "transport/dpdk/thread_lcore.h"
 
 namespace atp::transport {
 namespace {
@@ -238,17 +239,10 @@ std::vector<std::string> DpdkEalArgs() {
 
 absl::Status RegisterDpdkIoThread() {
   if (DpdkEalArgs().empty()) return absl::FailedPreconditionError("the DPDK EAL is not initialised");
-  if (::rte_lcore_id() != LCORE_ID_ANY) return absl::OkStatus();  // already an lcore
-  if (::rte_thread_register() != 0) {
-    return internal::RteErrorStatus(rte_errno, "rte_thread_register (no free lcore id?)");
-  }
-  return absl::OkStatus();
+  return internal::RegisterThreadLcore();
 }
 
-void UnregisterDpdkIoThread() {
-  if (::rte_lcore_id() == LCORE_ID_ANY || ::rte_lcore_id() == ::rte_get_main_lcore()) return;
-  ::rte_thread_unregister();
-}
+void UnregisterDpdkIoThread() { internal::ReleaseThreadLcore(); }
 
 namespace internal {
 

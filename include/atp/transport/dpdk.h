@@ -128,10 +128,25 @@ absl::Status InitDpdkEal(const DpdkEalOptions& options);
 std::vector<std::string> DpdkEalArgs();
 
 // RegisterDpdkIoThread: gives the calling (non-EAL) thread an lcore id, so its
-// mempool operations use a per-thread cache instead of the shared ring; call
-// it at the start of an I/O thread, UnregisterDpdkIoThread before it ends.
+// mempool operations use a per-thread cache instead of the shared ring. A
+// thread that calls a DpdkQueue's bursts is registered at its first burst
+// anyway; this is for threads that want the id (or to know it is refused)
+// before. The id is given back when the thread ends, or earlier at
+// UnregisterDpdkIoThread (after the thread's mempool caches are flushed).
+// ResourceExhausted when all RTE_MAX_LCORE ids are taken: the thread still
+// works, without a cache.
 absl::Status RegisterDpdkIoThread();
 void UnregisterDpdkIoThread();
+
+// DpdkThreadLcoreStats: the lcore ids this library gave to threads, in the
+// whole process, monotonic (GetDpdkThreadLcoreStats; any thread).
+struct DpdkThreadLcoreStats {
+  uint64_t registered = 0;  // ids taken (rte_thread_register)
+  uint64_t released = 0;    // ids given back (thread ended, UnregisterDpdkIoThread)
+  uint64_t failures = 0;    // registrations refused (no id left): those threads run
+                            // without a mempool cache
+};
+DpdkThreadLcoreStats GetDpdkThreadLcoreStats();
 
 // ---------------------------------------------------------------------------
 // Ports
