@@ -63,10 +63,14 @@ class KernelUdpQueue final : public Queue {
   // Batch limits: messages per sendmmsg/recvmmsg, segments per sendmmsg.
   static constexpr size_t kMaxMessages = 64;
   static constexpr size_t kMaxSegments = 1024;
-  // Datagrams taken and not yet sent, at most: reaching it sends them before
-  // Flush. Four full GSO sends; a step's bursts of a switch port or endpoint
-  // fit, and few of a pool's frames wait.
+  // Datagrams taken and not yet sent, at most (room for a segmentation job
+  // beside TxBurst's frames).
   static constexpr size_t kMaxPendingSegments = 256;
+  // kSendAtSegments: pending datagrams that leave at once, before Flush: a
+  // full GSO send (or a full sendmmsg without GSO). Holding more saves few
+  // calls, and what waits here was stamped as sent by the caller (a step cut
+  // short by the scheduler turned whole windows into retransmissions).
+  static constexpr size_t kSendAtSegments = 64;
   // kGroBufferBytes: one receive buffer with GRO: the largest UDP datagram.
   static constexpr size_t kGroBufferBytes = 65536;
 

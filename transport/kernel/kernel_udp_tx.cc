@@ -180,6 +180,7 @@ size_t KernelUdpQueue::TxBurst(std::span<const FrameRef> frames) {
       continue;
     }
     pending_.push_back(PendingSegment{frame.data + datagram_offset_, frame, *dest, route.tos});
+    if (pending_.size() >= kSendAtSegments) (void)SendPending();
   }
   if (i < frames.size()) ++stats_.tx_backpressure;
   return i;
@@ -196,7 +197,8 @@ size_t KernelUdpQueue::TxSegmentedDeferred(const SegmentationJob& job, const soc
       }
     }
     const size_t k = std::min({job.size() - done, kMaxPendingSegments - pending_.size(),
-                               kMaxPendingSegments - pending_staged_});
+                               kMaxPendingSegments - pending_staged_,
+                               kSendAtSegments - std::min(pending_.size(), kSendAtSegments - 1)});
     for (size_t j = 0; j < k; ++j) {
       uint8_t* frame = &staging_[(pending_staged_ + j) * kFrameBytes];
       WriteSegmentFrame(job, done + j, std::span<uint8_t, kFrameBytes>(frame, kFrameBytes));
@@ -204,6 +206,7 @@ size_t KernelUdpQueue::TxSegmentedDeferred(const SegmentationJob& job, const soc
     }
     pending_staged_ += k;
     done += k;
+    if (pending_.size() >= kSendAtSegments) (void)SendPending();
   }
   return done;
 }
