@@ -294,6 +294,7 @@ class SegmentedSender {
     const SegmentationJob job = in_place_ ? SegmentationJob::FromMessages(first_, messages_)
                                           : SegmentationJob::FromFrame(first_, pointers_);
     const size_t taken = queue.TxSegmented(job);
+    queue.Flush();  // taken segments may leave only at Flush (whole frames wait until then)
     position_ += static_cast<uint32_t>(taken);
     return taken;
   }

@@ -71,6 +71,7 @@ StepResult PsIoLoop::Step(TimePoint now) {
   for (size_t i = 0; i < queues_.size(); ++i) {
     current_ = queues_[i];
     current_offloads_ = offloads_[i];
+    handed_to_queue_ = false;
     bool sent = false;
     for (int b = 0; b < kRxBurstsPerQueue; ++b) {
       const size_t n = current_->RxBurst(rx_);
@@ -94,7 +95,7 @@ StepResult PsIoLoop::Step(TimePoint now) {
       FlushStage();
       if (n < rx_.size()) break;
     }
-    if (sent || held_[i] > 0) held_[i] = current_->Flush();
+    if (sent || handed_to_queue_ || held_[i] > 0) held_[i] = current_->Flush();
     if (held_[i] > 0) result.deadline = now + TimeDelta::FromMicroseconds(50);
   }
   current_ = nullptr;
@@ -191,6 +192,7 @@ void PsIoLoop::SendRun(size_t first, size_t count) {
                                                       count * wire::kMessageBytes);
   job.aggregators = std::span(segment_aggregators_).subspan(first, count);
   size_t taken = current_->TxSegmented(job);
+  handed_to_queue_ = true;
   if (taken < count) {
     current_->Flush();
     job.Advance(taken);
@@ -202,6 +204,7 @@ void PsIoLoop::SendRun(size_t first, size_t count) {
 void PsIoLoop::FlushStage() {
   if (stage_.empty()) return;
   size_t taken = current_->TxBurst(stage_);
+  handed_to_queue_ = true;
   if (taken < stage_.size()) {
     current_->Flush();
     taken += current_->TxBurst(std::span(stage_).subspan(taken));

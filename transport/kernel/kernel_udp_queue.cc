@@ -52,10 +52,12 @@ KernelUdpQueue::KernelUdpQueue(int fd, const NodeTable* table, const KernelUdpQu
       iovs_(kMaxSegments),
       names_(kMaxMessages),
       controls_(kMaxMessages),
-      msg_first_(kMaxMessages + 1),
       msg_failed_(kMaxMessages),
-      fates_(kMaxSegments),
-      staging_(kMaxSegments * datagram_bytes_) {
+      staging_(kMaxSegments * datagram_bytes_),
+      tx_msgs_(kMaxMessages),
+      tx_iovs_(kMaxPendingSegments),
+      tx_controls_(kMaxMessages) {
+  pending_.reserve(kMaxPendingSegments);
   if (config.gateway.has_value()) {
     for (uint32_t q = 0; q < kMaxQueues; ++q) {
       gateway_sockets_.push_back(ToSockaddr(
@@ -76,7 +78,15 @@ KernelUdpQueue::KernelUdpQueue(int fd, const NodeTable* table, const KernelUdpQu
   capabilities_.steering = Steering::kSocketPerQueue;
 }
 
-KernelUdpQueue::~KernelUdpQueue() { ::close(fd_); }
+KernelUdpQueue::~KernelUdpQueue() {
+  // Whatever is still pending leaves now if the socket takes it; the frames
+  // go back to their pools either way.
+  (void)SendPending();
+  for (const PendingSegment& p : pending_) {
+    if (p.frame.pool != nullptr) FreeFrame(p.frame);
+  }
+  ::close(fd_);
+}
 
 QueueStats KernelUdpQueue::stats() const {
   QueueStats s = stats_;

@@ -1,5 +1,7 @@
 // transport/kernel/kernel_udp_queue.h: one kernel UDP queue: a socket, its
-// sendmmsg/recvmmsg batches and its GRO staging buffers, in either
+// sendmmsg/recvmmsg batches, the datagrams taken but not yet sent (they leave
+// together at Flush: one sendmmsg and long GSO runs for several bursts), and
+// its GRO staging buffers, in either
 // encapsulation (a datagram = the 264-byte ATP message, or the whole 306-byte
 // frame). Private to transport/kernel.
 #ifndef ATP_TRANSPORT_KERNEL_KERNEL_UDP_QUEUE_H_
@@ -50,7 +52,9 @@ class KernelUdpQueue final : public Queue {
   size_t RxBurst(std::span<FrameRef> frames) override;
   size_t TxBurst(std::span<const FrameRef> frames) override;
   size_t TxSegmented(const SegmentationJob& job) override;
-  size_t Flush() override { return 0; }  // TxBurst hands everything to the kernel
+  // Flush: sends what TxBurst and whole-frame TxSegmented took since the last
+  // Flush; returns how many datagrams stay pending (the socket was full).
+  size_t Flush() override;
   FramePool& rx_pool() override { return *rx_pool_; }
   FramePool& tx_pool() override { return *tx_pool_; }
   QueueStats stats() const override;
@@ -59,6 +63,14 @@ class KernelUdpQueue final : public Queue {
   // Batch limits: messages per sendmmsg/recvmmsg, segments per sendmmsg.
   static constexpr size_t kMaxMessages = 64;
   static constexpr size_t kMaxSegments = 1024;
+  // Datagrams taken and not yet sent, at most (room for a segmentation job
+  // beside TxBurst's frames).
+  static constexpr size_t kMaxPendingSegments = 256;
+  // kSendAtSegments: pending datagrams that leave at once, before Flush: a
+  // full GSO send (or a full sendmmsg without GSO). Holding more saves few
+  // calls, and what waits here was stamped as sent by the caller (a step cut
+  // short by the scheduler turned whole windows into retransmissions).
+  static constexpr size_t kSendAtSegments = 64;
   // kGroBufferBytes: one receive buffer with GRO: the largest UDP datagram.
   static constexpr size_t kGroBufferBytes = 65536;
 
@@ -68,8 +80,15 @@ class KernelUdpQueue final : public Queue {
   struct alignas(alignof(cmsghdr)) Control {
     uint8_t bytes[64];
   };
-  // What became of a frame handed to TxBurst.
-  enum class Fate : uint8_t { kSend, kBad, kUnroutable };
+  // PendingSegment: one datagram taken and not yet sent. `frame` is the
+  // taken frame its bytes are in (freed once sent), or has no pool when the
+  // bytes are in staging_ (whole-frame segmentation).
+  struct PendingSegment {
+    const uint8_t* data = nullptr;  // datagram_bytes_ of it
+    FrameRef frame;
+    sockaddr_in dest{};             // a copy: the node table's may move
+    uint8_t tos = 0;
+  };
   // SendOutcome: how far a sendmmsg batch got.
   struct SendOutcome {
     size_t messages_done = 0;  // sent, or dropped on a hard error
@@ -84,19 +103,29 @@ class KernelUdpQueue final : public Queue {
   // (the gateway's queue socket for a destination that is no node, when there
   // is a gateway), or null when there is none.
   const sockaddr_in* Resolve(uint32_t dst_ipv4, uint32_t queue);
-  // SetControl: writes message m's control data (GSO segment size when
-  // `segments` > 1 and tos when not ECT(0)).
-  void SetControl(size_t m, size_t segments, uint8_t tos);
-  // SendBatch: sendmmsg of msgs_[0, count), retried past hard errors.
-  SendOutcome SendBatch(size_t count);
-  size_t TxBurstChunk(std::span<const FrameRef> frames, bool* backpressure);
+  // SetControl: writes a message's control data into `control` (GSO segment
+  // size when `segments` > 1 and tos when not ECT(0)).
+  void SetControl(msghdr& header, Control& control, size_t segments, uint8_t tos);
+  // SendBatch: sendmmsg of msgs[0, count), retried past hard errors.
+  SendOutcome SendBatch(mmsghdr* msgs, size_t count);
+  // SendPending: sends pending_ (GSO runs of one destination and TOS, up to
+  // kMaxMessages per sendmmsg) until it is empty or the socket is full;
+  // false when some stay pending.
+  bool SendPending();
+  // BuildPendingChunk: tx_msgs_ for pending_[first, ...): returns the
+  // messages built and sets *segments to the datagrams they carry.
+  size_t BuildPendingChunk(size_t first, size_t* segments);
+  // TxSegmentedDeferred: kWholeFrame: builds the job's frames in staging_ and
+  // adds them to pending_.
+  size_t TxSegmentedDeferred(const SegmentationJob& job, const sockaddr_in& dest, uint8_t tos);
   size_t TxSegmentedChunk(const SegmentationJob& job, size_t first, const sockaddr_in* dest,
                           uint8_t tos, bool* backpressure);
   size_t RxPlain(std::span<FrameRef> frames);
   size_t RxGro(std::span<FrameRef> frames);
   // ReceiveGroBatch: recvmmsg of up to gro_buffers datagrams into the GRO
-  // buffers; false when none came.
-  bool ReceiveGroBatch();
+  // buffers; false when none came. *drained: fewer came than asked for (the
+  // socket was empty then: no point in asking again within this RxBurst).
+  bool ReceiveGroBatch(bool* drained);
   // ReadControl: TOS, drops and GRO segment size from message m's control data.
   void ReadControl(size_t m, uint8_t* tos, uint32_t* gso_size);
   // PrefixFor: the 42-byte L2-L4 header of a frame from `from` (valid until
@@ -133,14 +162,21 @@ class KernelUdpQueue final : public Queue {
   std::unique_ptr<HeapFramePool> tx_pool_;
   bool gso_active_;  // config_.gso until a route refuses GSO
 
+  // Receiving, and kAtpMessage segmentation jobs (sent before they return).
   std::vector<mmsghdr> msgs_;
   std::vector<iovec> iovs_;
   std::vector<sockaddr_in> names_;
   std::vector<Control> controls_;
-  std::vector<uint32_t> msg_first_;   // TX: first frame of each message
   std::vector<uint8_t> msg_failed_;   // TX: the message hit a hard error (dropped)
-  std::vector<Fate> fates_;           // TX: per frame of the chunk
   std::vector<uint8_t> staging_;      // TX segmentation: kMaxSegments datagrams
+  // Pending datagrams (TxBurst's frames, whole-frame segments in staging_,
+  // pending_staged_ of them there), in the order taken, and the sendmmsg
+  // batch SendPending builds from them.
+  std::vector<PendingSegment> pending_;
+  size_t pending_staged_ = 0;
+  std::vector<mmsghdr> tx_msgs_;
+  std::vector<iovec> tx_iovs_;
+  std::vector<Control> tx_controls_;
   // Receive with GRO: datagrams land in gro_buffers buffers of 64 KiB; each
   // 264-byte segment is then copied once into a frame of the RX pool (cheaper
   // than letting the kernel scatter them: 64 small copies per datagram cost it

@@ -154,7 +154,7 @@ size_t KernelUdpQueue::RxPlain(std::span<FrameRef> frames) {
   return n;
 }
 
-bool KernelUdpQueue::ReceiveGroBatch() {
+bool KernelUdpQueue::ReceiveGroBatch(bool* drained) {
   const size_t buffers = staged_.size();
   for (size_t j = 0; j < buffers; ++j) {
     iovs_[j] = iovec{&gro_memory_[j * kGroBufferBytes], kGroBufferBytes};
@@ -170,6 +170,7 @@ bool KernelUdpQueue::ReceiveGroBatch() {
   // MSG_TRUNC: msg_len is the datagram's whole length, even past the buffer.
   const int received = ::recvmmsg(fd_, msgs_.data(), static_cast<unsigned>(buffers),
                                   MSG_DONTWAIT | MSG_TRUNC, nullptr);
+  *drained = received < static_cast<int>(buffers);
   if (received <= 0) return false;
   for (size_t j = 0; j < static_cast<size_t>(received); ++j) {
     uint8_t tos;
@@ -200,9 +201,10 @@ bool KernelUdpQueue::ReceiveGroBatch() {
 
 size_t KernelUdpQueue::RxGro(std::span<FrameRef> frames) {
   size_t n = 0;
+  bool drained = false;  // a recvmmsg of this call found the socket empty
   while (n < frames.size()) {
     if (staged_next_ == staged_count_) {
-      if (!ReceiveGroBatch()) break;
+      if (drained || !ReceiveGroBatch(&drained)) break;
       continue;
     }
     Staged& s = staged_[staged_next_];
