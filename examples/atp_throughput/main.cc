@@ -65,7 +65,8 @@ ABSL_FLAG(int, iterations, 5, "Aggregations to time, one after the other.");
 ABSL_FLAG(int, cluster_threads, -1,
           "--role=cluster: threads that run all the job's I/O loops (each worker's --io_threads "
           "queues and the PS's thread), shared (atp/shared_io_threads.h); 0: a thread per loop; "
-          "-1 (default): as many as the machine has cores, at most one per loop.");
+          "-1 (default): one over loopback (its fabric runs under one lock: a second thread "
+          "only waits for it), else as many as the machine has cores, at most one per loop.");
 ABSL_FLAG(int, pause_after_iteration, 0,
           "--role=worker, for tests: once this many iterations are done (no operation in "
           "flight), stop the whole process (SIGSTOP) until it gets a SIGCONT, so that a test "
@@ -104,10 +105,14 @@ constexpr char kProgram[] = "atp-throughput";
 int RunWorker();
 
 // ClusterThreadsFromFlag: what --cluster_threads=`flag` gives `shape`: -1:
-// one thread per core, at most one per loop (threads beyond the cores only
-// add hand-offs); else `flag` itself (MakeCluster checks it).
+// over loopback one thread (the wire's switch fabric runs under one mutex:
+// with two threads each waits for the other's frames to cross it; measured
+// on 2 cores, bench/RESULTS.md "Shared I/O threads"), else one thread per
+// core, at most one per loop (threads beyond the cores only add hand-offs);
+// else `flag` itself (MakeCluster checks it).
 int ClusterThreadsFromFlag(const ClusterShape& shape, int flag) {
   if (flag != -1) return flag;
+  if (ClusterTransportFlag() == "loopback") return 1;
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   return std::max(1, std::min(cores, ClusterLoops(shape)));
 }
