@@ -111,7 +111,7 @@ if [[ $rounds -gt 1 ]]; then
 import re, statistics, sys
 tables, rounds = sys.argv[1], int(sys.argv[2])
 order, values, ratios = [], {}, {}
-row = re.compile(r"^  (.{52}) +([0-9.]+) +\(?([0-9.]+)x")
+row = re.compile(r"^  (.+?) +([0-9.]+) +\(?([0-9.]+)x")
 for i in range(1, rounds + 1):
     header = ""
     for line in open(f"{tables}/round{i}"):
