@@ -177,6 +177,28 @@ DpdkOptions DpdkPairOptions(const DeviceOptions& device, DpdkRingLink::Side side
   return options;
 }
 
+absl::StatusOr<RingPair> OpenRingPair(std::string_view name_prefix, const DeviceOptions& device) {
+  RingPair pair;
+  DpdkRingLinkOptions link;
+  link.name = UniqueTestName(std::string(name_prefix));
+  link.num_queues = device.num_queues;
+  link.ring_frames = device.rx_ring_frames;
+  absl::StatusOr<std::unique_ptr<DpdkRingLink>> created = DpdkRingLink::Create(link);
+  if (!created.ok()) return created.status();
+  pair.link = *std::move(created);
+  DpdkOptions a = DpdkPairOptions(device, DpdkRingLink::Side::kA);
+  a.port = pair.link->port_name(DpdkRingLink::Side::kA);
+  DpdkOptions b = DpdkPairOptions(device, DpdkRingLink::Side::kB);
+  b.port = pair.link->port_name(DpdkRingLink::Side::kB);
+  absl::StatusOr<std::unique_ptr<DpdkDevice>> device_a = OpenDpdkDevice(a);
+  if (!device_a.ok()) return device_a.status();
+  pair.a = *std::move(device_a);
+  absl::StatusOr<std::unique_ptr<DpdkDevice>> device_b = OpenDpdkDevice(b);
+  if (!device_b.ok()) return device_b.status();
+  pair.b = *std::move(device_b);
+  return pair;
+}
+
 std::unique_ptr<BackendHarness> MakeDpdkHarness(DpdkMedium medium) {
   return std::make_unique<DpdkHarness>(medium);
 }

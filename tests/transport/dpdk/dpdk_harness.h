@@ -7,6 +7,7 @@
 #include <memory>
 #include <string_view>
 
+#include "absl/status/statusor.h"
 #include "atp/transport/dpdk.h"
 #include "tests/transport/backend_harness.h"
 
@@ -29,6 +30,20 @@ std::unique_ptr<BackendHarness> MakeDpdkHarness(DpdkMedium medium);
 // and 10.0.0.2, each the other's peer), before
 // the medium-specific fields (port, source, vdev_args, netns) are set.
 DpdkOptions DpdkPairOptions(const DeviceOptions& device, DpdkRingLink::Side side);
+
+// RingPair: devices A and B (DpdkPairOptions) over a DpdkRingLink of their
+// own, for tests that drive the two ends themselves. Members are destroyed
+// in reverse order: the devices before the link they use.
+struct RingPair {
+  std::unique_ptr<DpdkRingLink> link;
+  std::unique_ptr<DpdkDevice> a;
+  std::unique_ptr<DpdkDevice> b;
+};
+
+// OpenRingPair: a link named after `name_prefix` (UniqueTestName) with
+// `device`'s queues and ring size, and a device on each side. The test EAL
+// must be up (EnsureTestEal).
+absl::StatusOr<RingPair> OpenRingPair(std::string_view name_prefix, const DeviceOptions& device = {});
 
 }  // namespace atp::transport::testing
 

@@ -38,23 +38,11 @@ class DpdkRingTest : public ::testing::Test {
 
   // OpenPair: a ring link of `queues` queue pairs and a device on each side.
   void OpenPair(DeviceOptions device = {}) {
-    DpdkRingLinkOptions link_options;
-    link_options.name = testing::UniqueTestName("r");
-    link_options.num_queues = device.num_queues;
-    link_options.ring_frames = device.rx_ring_frames;
-    absl::StatusOr<std::unique_ptr<DpdkRingLink>> link = DpdkRingLink::Create(link_options);
-    ASSERT_TRUE(link.ok()) << link.status();
-    link_ = *std::move(link);
-    DpdkOptions a = DpdkPairOptions(device, DpdkRingLink::Side::kA);
-    a.port = link_->port_name(DpdkRingLink::Side::kA);
-    DpdkOptions b = DpdkPairOptions(device, DpdkRingLink::Side::kB);
-    b.port = link_->port_name(DpdkRingLink::Side::kB);
-    absl::StatusOr<std::unique_ptr<DpdkDevice>> device_a = OpenDpdkDevice(a);
-    ASSERT_TRUE(device_a.ok()) << device_a.status();
-    absl::StatusOr<std::unique_ptr<DpdkDevice>> device_b = OpenDpdkDevice(b);
-    ASSERT_TRUE(device_b.ok()) << device_b.status();
-    a_ = *std::move(device_a);
-    b_ = *std::move(device_b);
+    absl::StatusOr<testing::RingPair> pair = testing::OpenRingPair("r", device);
+    ASSERT_TRUE(pair.ok()) << pair.status();
+    link_ = std::move(pair->link);
+    a_ = std::move(pair->a);
+    b_ = std::move(pair->b);
   }
 
   void TearDown() override {

@@ -42,21 +42,11 @@ class DpdkThreadLcoreTest : public ::testing::Test {
   void SetUp() override {
     const absl::Status eal = testing::EnsureTestEal();
     if (!eal.ok()) GTEST_SKIP() << "the DPDK EAL cannot start here: " << eal;
-    DpdkRingLinkOptions link_options;
-    link_options.name = testing::UniqueTestName("l");
-    absl::StatusOr<std::unique_ptr<DpdkRingLink>> link = DpdkRingLink::Create(link_options);
-    ASSERT_TRUE(link.ok()) << link.status();
-    link_ = *std::move(link);
-    DpdkOptions a = DpdkPairOptions({}, DpdkRingLink::Side::kA);
-    a.port = link_->port_name(DpdkRingLink::Side::kA);
-    DpdkOptions b = DpdkPairOptions({}, DpdkRingLink::Side::kB);
-    b.port = link_->port_name(DpdkRingLink::Side::kB);
-    absl::StatusOr<std::unique_ptr<DpdkDevice>> device_a = OpenDpdkDevice(a);
-    ASSERT_TRUE(device_a.ok()) << device_a.status();
-    absl::StatusOr<std::unique_ptr<DpdkDevice>> device_b = OpenDpdkDevice(b);
-    ASSERT_TRUE(device_b.ok()) << device_b.status();
-    a_ = *std::move(device_a);
-    b_ = *std::move(device_b);
+    absl::StatusOr<testing::RingPair> pair = testing::OpenRingPair("l");
+    ASSERT_TRUE(pair.ok()) << pair.status();
+    link_ = std::move(pair->link);
+    a_ = std::move(pair->a);
+    b_ = std::move(pair->b);
   }
 
   void TearDown() override {
