@@ -8,7 +8,7 @@
 //   ... submit work, then: thread->Wake();
 //   thread.reset();   // stops and joins
 //
-// Several loops may share one thread (SharedIoThreads, atp/options.h): Add
+// Several loops may share one thread (atp/shared_io_threads.h): Add
 // puts a step in the rotation, Remove takes it out and returns once the thread
 // no longer runs it. A round calls every step once; it did work if any step
 // did, and its deadline is the earliest step's.

@@ -72,7 +72,6 @@ StepResult PsIoLoop::Step(TimePoint now) {
     current_ = queues_[i];
     current_offloads_ = offloads_[i];
     handed_to_queue_ = false;
-    bool sent = false;
     for (int b = 0; b < kRxBurstsPerQueue; ++b) {
       const size_t n = current_->RxBurst(rx_);
       for (size_t k = 0; k < n; ++k) {
@@ -90,12 +89,11 @@ StepResult PsIoLoop::Step(TimePoint now) {
       transport::ReleaseFrames(std::span(rx_).first(n));
       frames_received_ += n;
       if (n > 0) result.did_work = true;
-      sent |= !stage_.empty() || segments_ > 0;
       FlushSegments();
       FlushStage();
       if (n < rx_.size()) break;
     }
-    if (sent || handed_to_queue_ || held_[i] > 0) held_[i] = current_->Flush();
+    if (handed_to_queue_ || held_[i] > 0) held_[i] = current_->Flush();
     if (held_[i] > 0) result.deadline = now + TimeDelta::FromMicroseconds(50);
   }
   current_ = nullptr;

@@ -86,9 +86,9 @@ class PsIoLoop final : private FrameSink {
   // offloads_[i]: queue i offloads segmentation; current_offloads_: current_'s.
   std::vector<bool> offloads_;
   bool current_offloads_ = false;
-  // handed_to_queue_: current_ took frames since Step began with it (a full
-  // stage leaves in the middle of a burst): Step must Flush it, since a queue
-  // may hold what it took until Flush (atp/transport.h).
+  // handed_to_queue_: current_ took frames since Step began with it (after a
+  // burst, or from a stage that filled in the middle of one): Step must Flush
+  // it, since a queue may hold what it took until Flush (atp/transport.h).
   bool handed_to_queue_ = false;
   // The segment stage: per staged parameter packet its frame's first 58
   // bytes (L2-L4 and ATP header) and its ATP message (header and payload,

@@ -1,7 +1,6 @@
 // lib/runtime/worker_impl.h: what stands behind atp::Worker: the scheduler,
 // one WorkerIoLoop per queue and the threads they run on (LoopThreads), and
-// the table of pushed
-// tensors waiting to be pulled.
+// the table of pushed tensors waiting to be pulled.
 #ifndef ATP_LIB_RUNTIME_WORKER_IMPL_H_
 #define ATP_LIB_RUNTIME_WORKER_IMPL_H_
 

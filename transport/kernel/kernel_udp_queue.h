@@ -1,7 +1,7 @@
 // transport/kernel/kernel_udp_queue.h: one kernel UDP queue: a socket, its
 // sendmmsg/recvmmsg batches, the datagrams taken but not yet sent (they leave
-// together at Flush: one sendmmsg and long GSO runs for several bursts), and
-// its GRO staging buffers, in either
+// together at Flush, or once kSendAtSegments wait: one sendmmsg with long GSO
+// runs for several bursts), and its GRO staging buffers, in either
 // encapsulation (a datagram = the 264-byte ATP message, or the whole 306-byte
 // frame). Private to transport/kernel.
 #ifndef ATP_TRANSPORT_KERNEL_KERNEL_UDP_QUEUE_H_

@@ -1,8 +1,9 @@
 // transport/kernel/kernel_udp_tx.cc: a kernel UDP queue's sending side:
-// TxBurst and whole-frame segmentation jobs take datagrams into pending_,
-// Flush (or a full pending_) sends them: sendmmsg, with UDP_SEGMENT (GSO) for
-// runs to one queue socket; kAtpMessage segmentation jobs leave at once. A datagram is the frame's ATP message (kAtpMessage)
-// or the whole frame (kWholeFrame): datagram_offset_ / datagram_bytes_.
+// TxBurst and whole-frame segmentation jobs take datagrams into pending_;
+// Flush, or kSendAtSegments of them waiting, sends them: sendmmsg, with
+// UDP_SEGMENT (GSO) for runs to one queue socket. kAtpMessage segmentation
+// jobs leave at once. A datagram is the frame's ATP message (kAtpMessage) or
+// the whole frame (kWholeFrame): datagram_offset_ / datagram_bytes_.
 #include <netinet/udp.h>
 
 #include <algorithm>
@@ -196,9 +197,11 @@ size_t KernelUdpQueue::TxSegmentedDeferred(const SegmentationJob& job, const soc
         break;  // the socket is full
       }
     }
+    // At most up to the send threshold (at least one): a full GSO send
+    // leaves as soon as it is built.
+    const size_t to_threshold = kSendAtSegments - std::min(pending_.size(), kSendAtSegments - 1);
     const size_t k = std::min({job.size() - done, kMaxPendingSegments - pending_.size(),
-                               kMaxPendingSegments - pending_staged_,
-                               kSendAtSegments - std::min(pending_.size(), kSendAtSegments - 1)});
+                               kMaxPendingSegments - pending_staged_, to_threshold});
     for (size_t j = 0; j < k; ++j) {
       uint8_t* frame = &staging_[(pending_staged_ + j) * kFrameBytes];
       WriteSegmentFrame(job, done + j, std::span<uint8_t, kFrameBytes>(frame, kFrameBytes));
