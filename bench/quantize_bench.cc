@@ -1,7 +1,7 @@
-// Quantize / Dequantize throughput, scalar vs AVX2, in bytes of float32 per
-// second: one fragment (62 values), an L2-resident buffer (256 KiB of floats,
-// 512 KiB with the output), 1 MiB and a DRAM-sized 64 MiB. A memcpy of the
-// same bytes is the bandwidth reference.
+// Quantize / Dequantize throughput, scalar vs AVX2 (and AVX-512 for
+// dequantize), in bytes of float32 per second: one fragment (62 values), an
+// L2-resident buffer (256 KiB of floats, 512 KiB with the output), 1 MiB and
+// a DRAM-sized 64 MiB. A memcpy of the same bytes is the bandwidth reference.
 //
 //   ninja -C build quantize_bench && build/bench/quantize_bench
 //
@@ -23,8 +23,10 @@
 //   Dequantize AVX2   5.3     5.4       5.4     4.6
 //   memcpy            57      34        23      5.6
 // At 64 MiB quantize moves the same bytes as memcpy and runs at 87% of it:
-// DRAM-bound on this VM. -O3 changes nothing measurable. Dequantize is bound
-// by the double division (see DequantizeScalar).
+// DRAM-bound on this VM. -O3 changes nothing measurable. Dequantize was then
+// bound by the double division (see DequantizeScalar); the reciprocal kernels
+// (dequantize_reciprocal.h) and the AVX-512 one came later: their figures are
+// in bench/RESULTS.md ("Dequantize in 16 lanes").
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -63,16 +65,23 @@ uint64_t Checksum(const std::vector<T>& v) {
   return sum;
 }
 
-bool NeedsAvx2AndLacksIt(benchmark::State& state, bool uses_avx2) {
-  if (uses_avx2 && !atp::HasAvx2()) {
+// Isa: what a kernel needs of the CPU.
+enum class Isa { kAny, kAvx2, kAvx512 };
+
+bool CpuLacks(benchmark::State& state, Isa isa) {
+  if (isa == Isa::kAvx2 && !atp::HasAvx2()) {
     state.SkipWithError("this CPU has no AVX2");
+    return true;
+  }
+  if (isa == Isa::kAvx512 && !atp::HasAvx512()) {
+    state.SkipWithError("this CPU has no AVX-512F/BW");
     return true;
   }
   return false;
 }
 
-void BM_Quantize(benchmark::State& state, QuantizeFn fn, bool uses_avx2) {
-  if (NeedsAvx2AndLacksIt(state, uses_avx2)) return;
+void BM_Quantize(benchmark::State& state, QuantizeFn fn, Isa isa) {
+  if (CpuLacks(state, isa)) return;
   const size_t n = static_cast<size_t>(state.range(0));
   const std::vector<float> in = Gradients(n);
   std::vector<int32_t> want(n);
@@ -91,8 +100,8 @@ void BM_Quantize(benchmark::State& state, QuantizeFn fn, bool uses_avx2) {
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n * sizeof(float)));
 }
 
-void BM_Dequantize(benchmark::State& state, DequantizeFn fn, bool uses_avx2) {
-  if (NeedsAvx2AndLacksIt(state, uses_avx2)) return;
+void BM_Dequantize(benchmark::State& state, DequantizeFn fn, Isa isa) {
+  if (CpuLacks(state, isa)) return;
   const size_t n = static_cast<size_t>(state.range(0));
   std::vector<int32_t> in(n);
   atp::QuantizeScalar(Gradients(n), atp::kDefaultScale, in);
@@ -128,12 +137,13 @@ void Sizes(benchmark::internal::Benchmark* b) {
   b->Arg(kFragment)->Arg(kL2Resident)->Arg(kOneMiB)->Arg(kSixtyFourMiB);
 }
 
-BENCHMARK_CAPTURE(BM_Quantize, scalar, &atp::QuantizeScalar, false)->Apply(Sizes);
-BENCHMARK_CAPTURE(BM_Quantize, avx2, &atp::QuantizeAvx2, true)->Apply(Sizes);
-BENCHMARK_CAPTURE(BM_Quantize, dispatch, &atp::Quantize, false)->Apply(Sizes);
-BENCHMARK_CAPTURE(BM_Dequantize, scalar, &atp::DequantizeScalar, false)->Apply(Sizes);
-BENCHMARK_CAPTURE(BM_Dequantize, avx2, &atp::DequantizeAvx2, true)->Apply(Sizes);
-BENCHMARK_CAPTURE(BM_Dequantize, dispatch, &atp::Dequantize, false)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Quantize, scalar, &atp::QuantizeScalar, Isa::kAny)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Quantize, avx2, &atp::QuantizeAvx2, Isa::kAvx2)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Quantize, dispatch, &atp::Quantize, Isa::kAny)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Dequantize, scalar, &atp::DequantizeScalar, Isa::kAny)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Dequantize, avx2, &atp::DequantizeAvx2, Isa::kAvx2)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Dequantize, avx512, &atp::DequantizeAvx512, Isa::kAvx512)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Dequantize, dispatch, &atp::Dequantize, Isa::kAny)->Apply(Sizes);
 BENCHMARK(BM_Memcpy)->Apply(Sizes);
 
 }  // namespace

@@ -8,8 +8,8 @@
 //   std::array<int32_t, 62> q;
 //   if (atp::Quantize(values, scale, q) == atp::QuantizeOutcome::kNeedsFloat) send_fp();
 //
-// The dispatching entry points pick an AVX2 version at run time when the CPU
-// has it; it is bit-identical to the scalar one.
+// The dispatching entry points pick an AVX2 version (AVX-512 for dequantize)
+// at run time when the CPU has it; each is bit-identical to the scalar one.
 #ifndef ATP_QUANTIZE_H_
 #define ATP_QUANTIZE_H_
 
@@ -58,7 +58,7 @@ void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out)
 QuantizeOutcome QuantizeToWire(std::span<const float> in, double scale, std::span<uint8_t> out);
 void DequantizeFromWire(std::span<const uint8_t> in, double scale, std::span<float> out);
 
-// The two implementations behind the dispatchers, for tests and benchmarks;
+// The implementations behind the dispatchers, for tests and benchmarks;
 // bit-identical in every rounding mode. The AVX2 ones must only be called when
 // HasAvx2() is true.
 QuantizeOutcome QuantizeScalar(std::span<const float> in, double scale, std::span<int32_t> out);
@@ -70,8 +70,16 @@ QuantizeOutcome QuantizeToWireScalar(std::span<const float> in, double scale,
 QuantizeOutcome QuantizeToWireAvx2(std::span<const float> in, double scale, std::span<uint8_t> out);
 void DequantizeFromWireScalar(std::span<const uint8_t> in, double scale, std::span<float> out);
 void DequantizeFromWireAvx2(std::span<const uint8_t> in, double scale, std::span<float> out);
+// Dequantize only: 16 lanes per block (lib/quantize/dequantize_avx512.cc says
+// why). Must only be called when HasAvx512() is true; shorter than 16 values
+// they run the AVX2 kernel.
+void DequantizeAvx512(std::span<const int32_t> in, double scale, std::span<float> out);
+void DequantizeFromWireAvx512(std::span<const uint8_t> in, double scale, std::span<float> out);
 // HasAvx2: whether this CPU and OS support AVX2 (asked once, then cached).
 bool HasAvx2();
+// HasAvx512: whether this CPU and OS support AVX2, AVX-512F and AVX-512BW
+// (asked once, then cached).
+bool HasAvx512();
 
 }  // namespace atp
 

@@ -1,7 +1,8 @@
 // Scalar quantizer (the reference definition) and the run-time dispatch.
 //
-// The scalar code is the specification the AVX2 version (quantize_avx2.cc) is
-// tested against bit for bit; keep it obviously correct rather than fast.
+// The scalar code is the specification the AVX2 versions (quantize_avx2.cc)
+// and the AVX-512 dequantizer (dequantize_avx512.cc) are tested against bit
+// for bit; keep it obviously correct rather than fast.
 #include "atp/quantize.h"
 
 #include <bit>
@@ -139,13 +140,29 @@ bool HasAvx2() {
   return has_avx2;
 }
 
+bool HasAvx512() {
+  static const bool has_avx512 = [] {
+#if defined(__x86_64__) || defined(__i386__)
+    // Also checks that the OS saves the ZMM and mask state.
+    __builtin_cpu_init();
+    return HasAvx2() && __builtin_cpu_supports("avx512f") != 0 &&
+           __builtin_cpu_supports("avx512bw") != 0;
+#else
+    return false;
+#endif
+  }();
+  return has_avx512;
+}
+
 QuantizeOutcome Quantize(std::span<const float> in, double scale, std::span<int32_t> out) {
   if (HasAvx2()) return QuantizeAvx2(in, scale, out);
   return QuantizeScalar(in, scale, out);
 }
 
 void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out) {
-  if (HasAvx2()) {
+  if (HasAvx512()) {
+    DequantizeAvx512(in, scale, out);
+  } else if (HasAvx2()) {
     DequantizeAvx2(in, scale, out);
   } else {
     DequantizeScalar(in, scale, out);
@@ -158,7 +175,9 @@ QuantizeOutcome QuantizeToWire(std::span<const float> in, double scale, std::spa
 }
 
 void DequantizeFromWire(std::span<const uint8_t> in, double scale, std::span<float> out) {
-  if (HasAvx2()) {
+  if (HasAvx512()) {
+    DequantizeFromWireAvx512(in, scale, out);
+  } else if (HasAvx2()) {
     DequantizeFromWireAvx2(in, scale, out);
   } else {
     DequantizeFromWireScalar(in, scale, out);

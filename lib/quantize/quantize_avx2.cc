@@ -26,7 +26,8 @@
 // shorter than 8, the same code with masked loads and stores (masked-off
 // lanes read as 0.0f and are never written).
 //
-// No AVX-512 version: a 16-wide one with embedded rounding and masked tails,
+// No AVX-512 quantizer (the dequantizer has one, dequantize_avx512.cc, for
+// its per-fragment cost): a 16-wide one with embedded rounding and masked tails,
 // measured on the target Xeon, was 10-18% faster in L1/L2 (18.7 against 15.8
 // GB/s at 256 KiB) and no faster at 64 MiB, where both are DRAM-bound. This
 // version is already 1.6-2x the 8 GB/s target in cache, so a third
@@ -41,6 +42,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "lib/quantize/dequantize_reciprocal.h"
 #define ATP_TARGET_AVX2 __attribute__((target("avx2")))
 #endif
 
@@ -48,6 +51,15 @@ namespace atp {
 
 #if defined(__x86_64__) || defined(__i386__)
 namespace {
+
+using quantize_internal::ExponentsInRange;
+using quantize_internal::kLow29Mask;
+using quantize_internal::kMaxExponent;
+using quantize_internal::kMidpoint;
+using quantize_internal::kMidpointMargin;
+using quantize_internal::kMinExponent;
+using quantize_internal::MxcsrRoundsToNearest;
+using quantize_internal::ReciprocalApplies;
 
 constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
 constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
@@ -74,10 +86,6 @@ enum class Rounding {
   // vcvttpd2dq: correct under any MXCSR rounding mode.
   kImmediate,
 };
-
-// MxcsrRoundsToNearest: whether this thread's SSE rounding control (MXCSR bits
-// 13-14) is round-to-nearest-even.
-inline bool MxcsrRoundsToNearest() { return (_mm_getcsr() & 0x6000u) == 0; }
 
 template <Rounding kRounding>
 ATP_TARGET_AVX2 inline __m128i QuantizeHalf(__m128 x, __m256d scale) {
@@ -192,27 +200,8 @@ ATP_TARGET_AVX2 QuantizeOutcome QuantizeLoop(std::span<const float> in, double s
   return needs_float ? QuantizeOutcome::kNeedsFloat : QuantizeOutcome::kExact;
 }
 
-// Dequantize by reciprocal, exactly. The definition is float(double(q) /
-// scale), a correctly rounded division then a rounding to float (quantize.cc),
-// and vdivpd is what bounds dequantize. r = double(q) * (1 / scale) is within
-// about 2 double ulps of the exact quotient x (two roundings of 2^-53 each),
-// and D = double(q) / scale within half an ulp of x. float(r) == float(D)
-// whenever no float rounding boundary lies between r and D. In
-// round-to-nearest the boundaries are the midpoints between adjacent floats:
-// inside the float normal range, exactly the doubles whose 29 mantissa bits
-// below float precision are 1 followed by 28 zeros. So a block of 8 takes the
-// multiply when every lane is 0, or is a float normal (with margin) whose low
-// 29 bits are more than kMidpointMargin ulps from that pattern; otherwise (a
-// lane within the margin: about 2 in 10^7 random lanes; denormal or huge
-// results) it divides. Bit-identical to the scalar division by construction,
-// and tested against it on every edge (DequantizeAvx2Test).
-constexpr int64_t kMidpointMargin = 64;  // double ulps; the error bound is ~3
-constexpr int64_t kLow29Mask = (int64_t{1} << 29) - 1;
-constexpr int64_t kMidpoint = int64_t{1} << 28;
-// Biased double exponents of the results the multiply may produce: float
-// normals, one binade of margin at each end (2^-125 <= |r| < 2^127).
-constexpr int64_t kMinExponent = 1023 - 125;
-constexpr int64_t kMaxExponent = 1023 + 126;
+// Dequantize by reciprocal, exactly: the argument and its constants are in
+// dequantize_reciprocal.h, shared with the AVX-512 kernel.
 
 // NearMidpoint: per 64-bit lane, all-ones where the low 29 bits of r are
 // within kMidpointMargin ulps of the midpoint pattern (kMidpoint -
@@ -264,23 +253,6 @@ ATP_TARGET_AVX2 inline bool Dequantize8ByReciprocal(__m256i q, __m256d inverse, 
   if (!_mm256_testz_si256(unsafe, unsafe)) return false;
   *out = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
   return true;
-}
-
-// ReciprocalApplies: the multiply's argument holds for this call: the
-// rounding mode is round-to-nearest, and 1 / scale is a normal double (so is
-// every scale a job uses in practice).
-inline bool ReciprocalApplies(double scale) {
-  return MxcsrRoundsToNearest() && scale >= 0x1p-1000 && scale <= 0x1p1000;
-}
-
-// ExponentsInRange: every r = q * inverse for a nonzero int32 q has a biased
-// exponent in [kMinExponent, kMaxExponent]: 1 <= |q| <= 2^31 and rounding
-// is monotone, so inverse <= |r| <= 2^31 * inverse (both exact doubles);
-// 2^-124 <= inverse and 2^31 * inverse < 2^126 leave at least a binade of
-// room at both ends (scales from about 2^-95 to 2^124; 1e8 included). Zero
-// lanes are exact either way (their low bits are far from the midpoint).
-inline bool ExponentsInRange(double inverse) {
-  return inverse >= 0x1p-124 && inverse * 0x1p31 < 0x1p126;
 }
 
 ATP_TARGET_AVX2 inline __m256 Dequantize8(__m256i q, __m256d scale) {

@@ -1,7 +1,9 @@
 // The AVX2 quantizer is bit-identical to the scalar one: on millions of random
 // inputs (random bit patterns, gradient-like magnitudes, exact ties) and on
 // every edge value at every position of every length 0..70 (so every lane of
-// the vector body and of the masked tail).
+// the vector body and of the masked tail). The dequantize cases also hold the
+// AVX-512 dequantizer to the scalar one where the CPU has AVX-512.
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cfenv>
@@ -110,11 +112,21 @@ void ExpectSameDequantize(std::span<const int32_t> in, double scale, const std::
   std::vector<float> want(in.size() + 1, sentinel);
   std::vector<float> got(in.size() + 1, sentinel);
   DequantizeScalar(in, scale, want);
-  DequantizeAvx2(in, scale, got);
-  for (size_t i = 0; i <= in.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-        << what << " scale=" << scale << " n=" << in.size() << " i=" << i
-        << " q=" << (i < in.size() ? in[i] : 0);
+  // The AVX2 kernel, and the AVX-512 one (dequantize_avx512.cc) where the
+  // CPU has it.
+  for (const bool avx512 : {false, true}) {
+    if (avx512 && !HasAvx512()) continue;
+    std::fill(got.begin(), got.end(), sentinel);
+    if (avx512) {
+      DequantizeAvx512(in, scale, got);
+    } else {
+      DequantizeAvx2(in, scale, got);
+    }
+    for (size_t i = 0; i <= in.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+          << (avx512 ? "avx512 " : "avx2 ") << what << " scale=" << scale
+          << " n=" << in.size() << " i=" << i << " q=" << (i < in.size() ? in[i] : 0);
+    }
   }
 }
 

@@ -251,6 +251,15 @@ TEST(QuantizeDispatchTest, HasAvx2MatchesTheCpu) {
   EXPECT_EQ(HasAvx2(), HasAvx2());
 }
 
+TEST(QuantizeDispatchTest, HasAvx512MatchesTheCpu) {
+#if defined(__x86_64__)
+  EXPECT_EQ(HasAvx512(), HasAvx2() && __builtin_cpu_supports("avx512f") != 0 &&
+                             __builtin_cpu_supports("avx512bw") != 0);
+#else
+  EXPECT_FALSE(HasAvx512());
+#endif
+}
+
 TEST(QuantizeDispatchTest, DispatchersAgreeWithScalar) {
   std::vector<float> in;
   for (int i = 0; i < 100; ++i) in.push_back(static_cast<float>(i - 50) * 0.37f);

@@ -1,0 +1,167 @@
+// AVX-512 dequantizer, bit-identical to the scalar one in quantize.cc.
+//
+// Why a third kernel for dequantize only: a worker dequantizes every
+// parameter packet it receives, 62 values at a time, and the AVX2 kernel's
+// 8-lane blocks (with the reciprocal check of dequantize_reciprocal.h done
+// in two 4-lane halves) were about a quarter of the instructions the worker
+// spends per packet (bench/RESULTS.md, "Dequantize in 16 lanes"). Here
+// a block is 16 lanes and the check is one mask compare per 8 doubles, so a
+// fragment is 4 blocks (the last overlapping) instead of 8. Quantize stays
+// AVX2-only (quantize_avx2.cc says why).
+//
+// Compiled without -mavx512*: each function carries a target attribute; the
+// dispatchers in quantize.cc call these only when HasAvx512() is true. The
+// integer side is 4-byte granular memory (a frame's payload for the wire
+// form): every access is an unaligned load.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "atp/quantize.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+// GCC 12's AVX-512 intrinsics start their results from _mm*_undefined_*(),
+// which -Wmaybe-uninitialized reports wherever they are inlined (GCC bug
+// 105593, fixed in GCC 13): a false positive in the system header, silenced
+// for this file only (clang has no such warning).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include "lib/quantize/dequantize_reciprocal.h"
+
+// avx512bw for vpshufb on 512 bits (the byte swap of the wire form).
+#define ATP_TARGET_AVX512 __attribute__((target("avx512f,avx512bw")))
+#endif
+
+namespace atp {
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+
+using quantize_internal::ExponentsInRange;
+using quantize_internal::kLow29Mask;
+using quantize_internal::kMaxExponent;
+using quantize_internal::kMidpoint;
+using quantize_internal::kMidpointMargin;
+using quantize_internal::kMinExponent;
+using quantize_internal::ReciprocalApplies;
+
+constexpr size_t kLanes = 16;
+
+enum class IntOrder { kHost, kBig };
+
+// How a call checks the exponents of r = q * (1 / scale), as in the AVX2
+// kernel: kNone when ExponentsInRange holds for every int32, else per lane.
+enum class ExponentCheck { kNone, kPerLane };
+
+template <IntOrder kOrder>
+ATP_TARGET_AVX512 inline __m512i Load16(const int32_t* src) {
+  const __m512i q = _mm512_loadu_si512(src);
+  if constexpr (kOrder == IntOrder::kBig) {
+    // Reverses the bytes of each 32-bit lane (vpshufb works per 128 bits).
+    const __m512i swap = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12));
+    return _mm512_shuffle_epi8(q, swap);
+  }
+  return q;
+}
+
+// Unsafe: the lanes of r whose float(r) may differ from the division's
+// (dequantize_reciprocal.h): within the margin of a float midpoint, or (with
+// kPerLane) outside the float normal range and not zero.
+template <ExponentCheck kCheck>
+ATP_TARGET_AVX512 inline __mmask8 Unsafe(__m512d r) {
+  const __m512i bits = _mm512_castpd_si512(r);
+  const __m512i from_midpoint =
+      _mm512_and_si512(_mm512_add_epi64(bits, _mm512_set1_epi64(kMidpointMargin - kMidpoint)),
+                       _mm512_set1_epi64(kLow29Mask));
+  const __mmask8 near = _mm512_cmplt_epi64_mask(from_midpoint, _mm512_set1_epi64(2 * kMidpointMargin));
+  if constexpr (kCheck == ExponentCheck::kNone) {
+    return near;
+  } else {
+    const __m512i exponent = _mm512_and_si512(_mm512_srli_epi64(bits, 52), _mm512_set1_epi64(0x7FF));
+    const __mmask8 out_of_range =
+        _mm512_cmplt_epi64_mask(exponent, _mm512_set1_epi64(kMinExponent)) |
+        _mm512_cmpgt_epi64_mask(exponent, _mm512_set1_epi64(kMaxExponent));
+    const __mmask8 nonzero = _mm512_test_epi64_mask(bits, bits);
+    return static_cast<__mmask8>((near | out_of_range) & nonzero);
+  }
+}
+
+// Dequantize16: dst[0, 16) from q, by multiply where every lane is safe,
+// else (rare) by division, which is the definition.
+template <ExponentCheck kCheck>
+ATP_TARGET_AVX512 inline void Dequantize16(__m512i q, __m512d scale, const __m512d* inverse,
+                                           float* dst) {
+  const __m256i q_lo = _mm512_castsi512_si256(q);
+  const __m256i q_hi = _mm512_extracti64x4_epi64(q, 1);
+  if (inverse != nullptr) {
+    const __m512d lo = _mm512_mul_pd(_mm512_cvtepi32_pd(q_lo), *inverse);
+    const __m512d hi = _mm512_mul_pd(_mm512_cvtepi32_pd(q_hi), *inverse);
+    if ((Unsafe<kCheck>(lo) | Unsafe<kCheck>(hi)) == 0) {
+      _mm256_storeu_ps(dst, _mm512_cvtpd_ps(lo));
+      _mm256_storeu_ps(dst + 8, _mm512_cvtpd_ps(hi));
+      return;
+    }
+  }
+  _mm256_storeu_ps(dst, _mm512_cvtpd_ps(_mm512_div_pd(_mm512_cvtepi32_pd(q_lo), scale)));
+  _mm256_storeu_ps(dst + 8, _mm512_cvtpd_ps(_mm512_div_pd(_mm512_cvtepi32_pd(q_hi), scale)));
+}
+
+template <IntOrder kOrder, ExponentCheck kCheck>
+ATP_TARGET_AVX512 void DequantizeLoopWith(const int32_t* src, size_t n, __m512d scale,
+                                          const __m512d* inverse, float* dst) {
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    Dequantize16<kCheck>(Load16<kOrder>(src + i), scale, inverse, dst + i);
+  }
+  // The tail as the last 16 values, overlapping the block before (the same
+  // floats again): a fragment's 62 values end this way. The dispatcher only
+  // calls with n >= 16.
+  if (i < n) Dequantize16<kCheck>(Load16<kOrder>(src + n - kLanes), scale, inverse, dst + n - kLanes);
+}
+
+template <IntOrder kOrder>
+ATP_TARGET_AVX512 void DequantizeLoop(const int32_t* src, size_t n, double scale, float* dst) {
+  const __m512d scale8 = _mm512_set1_pd(scale);
+  const double inverse = 1.0 / scale;
+  const __m512d inverse8 = _mm512_set1_pd(inverse);
+  const bool reciprocal = ReciprocalApplies(scale);
+  if (reciprocal && ExponentsInRange(inverse)) {
+    return DequantizeLoopWith<kOrder, ExponentCheck::kNone>(src, n, scale8, &inverse8, dst);
+  }
+  DequantizeLoopWith<kOrder, ExponentCheck::kPerLane>(src, n, scale8,
+                                                     reciprocal ? &inverse8 : nullptr, dst);
+}
+
+}  // namespace
+
+// Shorter than one block: the AVX2 kernel (masked tail) does it.
+ATP_TARGET_AVX512 void DequantizeAvx512(std::span<const int32_t> in, double scale,
+                                        std::span<float> out) {
+  if (in.size() < kLanes) return DequantizeAvx2(in, scale, out);
+  DequantizeLoop<IntOrder::kHost>(in.data(), in.size(), scale, out.data());
+}
+
+ATP_TARGET_AVX512 void DequantizeFromWireAvx512(std::span<const uint8_t> in, double scale,
+                                                std::span<float> out) {
+  if (out.size() < kLanes) return DequantizeFromWireAvx2(in, scale, out);
+  DequantizeLoop<IntOrder::kBig>(reinterpret_cast<const int32_t*>(in.data()), out.size(), scale,
+                                 out.data());
+}
+
+#else  // not x86: HasAvx512() is false and these are never called.
+
+void DequantizeAvx512(std::span<const int32_t> in, double scale, std::span<float> out) {
+  DequantizeScalar(in, scale, out);
+}
+
+void DequantizeFromWireAvx512(std::span<const uint8_t> in, double scale, std::span<float> out) {
+  DequantizeFromWireScalar(in, scale, out);
+}
+
+#endif
+
+}  // namespace atp
