@@ -40,13 +40,8 @@ namespace atp {
 #if defined(__x86_64__) || defined(__i386__)
 namespace {
 
-using quantize_internal::ExponentsInRange;
-using quantize_internal::kLow29Mask;
-using quantize_internal::kMaxExponent;
-using quantize_internal::kMidpoint;
-using quantize_internal::kMidpointMargin;
-using quantize_internal::kMinExponent;
-using quantize_internal::ReciprocalApplies;
+// The reciprocal argument's constants and conditions (dequantize_reciprocal.h).
+namespace reciprocal = quantize_internal;
 
 constexpr size_t kLanes = 16;
 
@@ -61,8 +56,8 @@ ATP_TARGET_AVX512 inline __m512i Load16(const int32_t* src) {
   const __m512i q = _mm512_loadu_si512(src);
   if constexpr (kOrder == IntOrder::kBig) {
     // Reverses the bytes of each 32-bit lane (vpshufb works per 128 bits).
-    const __m512i swap = _mm512_broadcast_i32x4(
-        _mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12));
+    const __m512i swap =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12));
     return _mm512_shuffle_epi8(q, swap);
   }
   return q;
@@ -74,17 +69,20 @@ ATP_TARGET_AVX512 inline __m512i Load16(const int32_t* src) {
 template <ExponentCheck kCheck>
 ATP_TARGET_AVX512 inline __mmask8 Unsafe(__m512d r) {
   const __m512i bits = _mm512_castpd_si512(r);
-  const __m512i from_midpoint =
-      _mm512_and_si512(_mm512_add_epi64(bits, _mm512_set1_epi64(kMidpointMargin - kMidpoint)),
-                       _mm512_set1_epi64(kLow29Mask));
-  const __mmask8 near = _mm512_cmplt_epi64_mask(from_midpoint, _mm512_set1_epi64(2 * kMidpointMargin));
+  const __m512i from_midpoint = _mm512_and_si512(
+      _mm512_add_epi64(bits,
+                       _mm512_set1_epi64(reciprocal::kMidpointMargin - reciprocal::kMidpoint)),
+      _mm512_set1_epi64(reciprocal::kLow29Mask));
+  const __mmask8 near =
+      _mm512_cmplt_epi64_mask(from_midpoint, _mm512_set1_epi64(2 * reciprocal::kMidpointMargin));
   if constexpr (kCheck == ExponentCheck::kNone) {
     return near;
   } else {
-    const __m512i exponent = _mm512_and_si512(_mm512_srli_epi64(bits, 52), _mm512_set1_epi64(0x7FF));
+    const __m512i exponent =
+        _mm512_and_si512(_mm512_srli_epi64(bits, 52), _mm512_set1_epi64(0x7FF));
     const __mmask8 out_of_range =
-        _mm512_cmplt_epi64_mask(exponent, _mm512_set1_epi64(kMinExponent)) |
-        _mm512_cmpgt_epi64_mask(exponent, _mm512_set1_epi64(kMaxExponent));
+        _mm512_cmplt_epi64_mask(exponent, _mm512_set1_epi64(reciprocal::kMinExponent)) |
+        _mm512_cmpgt_epi64_mask(exponent, _mm512_set1_epi64(reciprocal::kMaxExponent));
     const __mmask8 nonzero = _mm512_test_epi64_mask(bits, bits);
     return static_cast<__mmask8>((near | out_of_range) & nonzero);
   }
@@ -120,7 +118,9 @@ ATP_TARGET_AVX512 void DequantizeLoopWith(const int32_t* src, size_t n, __m512d 
   // The tail as the last 16 values, overlapping the block before (the same
   // floats again): a fragment's 62 values end this way. The dispatcher only
   // calls with n >= 16.
-  if (i < n) Dequantize16<kCheck>(Load16<kOrder>(src + n - kLanes), scale, inverse, dst + n - kLanes);
+  if (i < n) {
+    Dequantize16<kCheck>(Load16<kOrder>(src + n - kLanes), scale, inverse, dst + n - kLanes);
+  }
 }
 
 template <IntOrder kOrder>
@@ -128,12 +128,12 @@ ATP_TARGET_AVX512 void DequantizeLoop(const int32_t* src, size_t n, double scale
   const __m512d scale8 = _mm512_set1_pd(scale);
   const double inverse = 1.0 / scale;
   const __m512d inverse8 = _mm512_set1_pd(inverse);
-  const bool reciprocal = ReciprocalApplies(scale);
-  if (reciprocal && ExponentsInRange(inverse)) {
+  const bool by_multiply = reciprocal::ReciprocalApplies(scale);
+  if (by_multiply && reciprocal::ExponentsInRange(inverse)) {
     return DequantizeLoopWith<kOrder, ExponentCheck::kNone>(src, n, scale8, &inverse8, dst);
   }
   DequantizeLoopWith<kOrder, ExponentCheck::kPerLane>(src, n, scale8,
-                                                     reciprocal ? &inverse8 : nullptr, dst);
+                                                      by_multiply ? &inverse8 : nullptr, dst);
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 #ifndef ATP_LIB_QUANTIZE_DEQUANTIZE_RECIPROCAL_H_
 #define ATP_LIB_QUANTIZE_DEQUANTIZE_RECIPROCAL_H_
 
-#include <cstdint>
-
 #include <immintrin.h>
+
+#include <cstdint>
 
 namespace atp::quantize_internal {
 
