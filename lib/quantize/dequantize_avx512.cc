@@ -9,6 +9,11 @@
 // fragment is 4 blocks (the last overlapping) instead of 8. Quantize stays
 // AVX2-only (quantize_avx2.cc says why).
 //
+// Measured only on the Ice Lake-class Xeon VM these sessions run on. On
+// Skylake-SP and Cascade Lake, 512-bit floating-point multiplies lower the
+// core's clock for a while after them, which may cost the rest of the
+// thread's work more than the 16 lanes save: no way to opt out exists yet.
+//
 // Compiled without -mavx512*: each function carries a target attribute; the
 // dispatchers in quantize.cc call these only when HasAvx512() is true. The
 // integer side is 4-byte granular memory (a frame's payload for the wire
