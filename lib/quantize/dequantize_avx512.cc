@@ -52,9 +52,7 @@ constexpr size_t kLanes = 16;
 
 enum class IntOrder { kHost, kBig };
 
-// How a call checks the exponents of r = q * (1 / scale), as in the AVX2
-// kernel: kNone when ExponentsInRange holds for every int32, else per lane.
-enum class ExponentCheck { kNone, kPerLane };
+using reciprocal::ExponentCheck;
 
 template <IntOrder kOrder>
 ATP_TARGET_AVX512 inline __m512i Load16(const int32_t* src) {

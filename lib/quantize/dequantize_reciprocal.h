@@ -55,6 +55,15 @@ inline bool ExponentsInRange(double inverse) {
   return inverse >= 0x1p-124 && inverse * 0x1p31 < 0x1p126;
 }
 
+// ExponentCheck: how a kernel checks the exponents of r = q * (1 / scale).
+enum class ExponentCheck {
+  // Every nonzero int32 q gives a float normal r, with margin (ExponentsInRange):
+  // only the midpoints need a look.
+  kNone,
+  // Per lane (huge or tiny scales).
+  kPerLane,
+};
+
 }  // namespace atp::quantize_internal
 
 #endif  // ATP_LIB_QUANTIZE_DEQUANTIZE_RECIPROCAL_H_

@@ -52,6 +52,7 @@ namespace atp {
 #if defined(__x86_64__) || defined(__i386__)
 namespace {
 
+using quantize_internal::ExponentCheck;
 using quantize_internal::ExponentsInRange;
 using quantize_internal::kLow29Mask;
 using quantize_internal::kMaxExponent;
@@ -214,15 +215,6 @@ ATP_TARGET_AVX2 inline __m256i NearMidpoint(__m256i bits) {
                        _mm256_set1_epi64x(kLow29Mask));
   return _mm256_cmpgt_epi64(_mm256_set1_epi64x(2 * kMidpointMargin), from_midpoint);
 }
-
-// How a call checks the exponents of r = q * (1 / scale).
-enum class ExponentCheck {
-  // Every nonzero int32 q gives a float normal r, with margin (ExponentsInRange):
-  // only the midpoints need a look.
-  kNone,
-  // Per lane (huge or tiny scales).
-  kPerLane,
-};
 
 // ReciprocalIsUnsafe: per 64-bit lane, all-ones unless float(r) is certainly
 // float(x) for r = q * (1 / scale).

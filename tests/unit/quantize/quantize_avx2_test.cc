@@ -322,11 +322,11 @@ TEST(DequantizeAvx2Test, RandomIntsMatchScalar) {
 // Quotients that are exactly a midpoint between two floats (q = s * m for a
 // 25-bit odd significand m, at scale s), their neighbours q +- 1 .. 3, and
 // the same ints at power-of-two scales: the results closest to a rounding
-// boundary that can be constructed, which DequantizeAvx2 sends to its
-// division (quantize_avx2.cc). A quotient where the multiply and the division
+// boundary that can be constructed, which the kernels send to their division
+// (dequantize_reciprocal.h). A quotient where the multiply and the division
 // would actually round to different floats needs the two doubles to straddle
 // a midpoint (about 1 in 10^9 random quotients, and no closed form): the
-// margin argument in quantize_avx2.cc covers it, not this test.
+// margin argument in dequantize_reciprocal.h covers it, not this test.
 TEST(DequantizeAvx2Test, QuotientsAtFloatMidpointsMatchScalar) {
   SKIP_WITHOUT_AVX2();
   std::vector<int32_t> ints;
