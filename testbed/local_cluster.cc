@@ -11,6 +11,8 @@ namespace atp::testbed {
 namespace {
 
 constexpr uint8_t kPsRack = 200;
+// Frames the fabric thread processes per step (a few ports' bursts).
+constexpr size_t kFabricBudget = 256;
 
 wire::Ipv4Address Ip(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
   return wire::Ipv4Address{(uint32_t{a} << 24) | (uint32_t{b} << 16) | (uint32_t{c} << 8) | d};
@@ -99,7 +101,18 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
     ATP_ASSIGN_OR_RETURN(cluster->fabric_, SwitchFabric::Create(fabric));
     transport::LoopbackWireOptions wire_options;
     wire_options.processor = cluster->fabric_.get();
+    wire_options.stepped_processor = options.fabric_thread;
     cluster->wire_ = transport::LoopbackWire::Create(std::move(wire_options));
+    if (options.fabric_thread) {
+      transport::LoopbackWire* wire = cluster->wire_.get();
+      ATP_ASSIGN_OR_RETURN(
+          cluster->fabric_thread_,
+          host::PollingThread::Start("atp-fabric", options.polling, {wire->processor_wait_fd()},
+                                     [wire](TimePoint) {
+                                       return host::StepResult{wire->StepProcessor(kFabricBudget) > 0,
+                                                               TimePoint::Infinite()};
+                                     }));
+    }
   }
 
   // Devices first: kernel UDP peers must all be known before any queue runs.
@@ -200,6 +213,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
 LocalCluster::~LocalCluster() {
   for (Job& job : jobs_) job.workers.clear();
   for (Job& job : jobs_) job.servers.clear();
+  fabric_thread_.reset();
   for (Job& job : jobs_) {
     job.worker_devices.clear();
     job.ps_devices.clear();

@@ -34,6 +34,7 @@
 #include "atp/transport/loopback.h"
 #include "atp/transport_factory.h"
 #include "atp/worker.h"
+#include "lib/host/polling_thread.h"
 #include "testbed/switch_fabric.h"
 
 namespace atp::testbed {
@@ -72,6 +73,15 @@ struct LocalClusterOptions {
   // (atp/shared_io_threads.h), which back off as `polling` says. Loopback
   // frames between loops of one thread need no wake-up.
   uint32_t shared_threads = 0;
+  // fabric_thread (loopback only): false: the fabric (every switch) runs on
+  // whichever endpoint thread sends, inside its TxBurst, under the wire's
+  // lock. true: on a thread of its own ("atp-fabric", backing off as
+  // `polling` says; LoopbackWireOptions::stepped_processor), as a switch is
+  // a machine of its own: the endpoints' threads only quantize, send and
+  // receive, and a second core takes the switches' share of the work. A
+  // stopped endpoint's last frames may then still be on their way through
+  // the fabric (RestartParameterServer's while_stopped runs before they are).
+  bool fabric_thread = false;
   // Fabric (loopback only).
   double loss_rate = 0.0;
   uint64_t seed = 1;
@@ -145,6 +155,8 @@ class LocalCluster {
 
   std::unique_ptr<SwitchFabric> fabric_;
   std::shared_ptr<transport::LoopbackWire> wire_;
+  // fabric_thread_: steps wire_'s processor (LocalClusterOptions::fabric_thread).
+  std::unique_ptr<host::PollingThread> fabric_thread_;
   // The endpoints hold it too (their options name it): it stops with the last.
   std::shared_ptr<SharedIoThreads> shared_threads_;
   std::vector<Job> jobs_;

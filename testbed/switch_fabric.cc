@@ -289,11 +289,21 @@ bool SwitchFabric::Lose() {
 size_t SwitchFabric::Depth(const Port& port, uint32_t queue) const {
   // An endpoint's port: its receive backlog; any other: the backlog of the
   // entering frame's destination (the queue it is bound for beyond).
-  const wire::Ipv4Address toward =
-      port.kind == Port::Kind::kEndpoint ? port.endpoint
-                                         : wire::Ipv4Address{LoadBig32(current_ + kDstIpOffset)};
-  const std::optional<transport::EndpointId> endpoint = wire_->FindEndpoint(toward);
+  const uint32_t toward =
+      port.kind == Port::Kind::kEndpoint ? port.endpoint.value : LoadBig32(current_ + kDstIpOffset);
+  const std::optional<transport::EndpointId> endpoint = EndpointFor(toward);
   return endpoint ? wire_->RxBacklog(*endpoint, queue) : 0;
+}
+
+std::optional<transport::EndpointId> SwitchFabric::EndpointFor(uint32_t ipv4) const {
+  // Fibonacci hashing into the direct-mapped cache.
+  CachedEndpoint& cached = endpoint_cache_[(ipv4 * 0x9E3779B9u) >> (32 - kEndpointCacheBits)];
+  if (cached.valid && cached.ipv4 == ipv4) return cached.endpoint;
+  const std::optional<transport::EndpointId> endpoint = wire_->FindEndpoint(wire::Ipv4Address{ipv4});
+  // Only hits are kept: an address may gain its endpoint later (endpoints are
+  // added before traffic, but a cluster's are added one by one), never lose it.
+  if (endpoint) cached = CachedEndpoint{ipv4, *endpoint, true};
+  return endpoint;
 }
 
 void SwitchFabric::Emit(std::span<uint8_t, kFrameBytes> frame, const FrameRef& out) {
@@ -315,7 +325,7 @@ void SwitchFabric::Sent(const Port& port, const FrameRef& frame) {
       return;
     case Port::Kind::kEndpoint:
       if (Filtered(port.endpoint, frame.data)) break;
-      if (std::optional<transport::EndpointId> e = wire_->FindEndpoint(port.endpoint)) {
+      if (std::optional<transport::EndpointId> e = EndpointFor(port.endpoint.value)) {
         endpoints_.push_back(*e);
         output_.push_back(frame);
         return;
@@ -343,12 +353,13 @@ transport::WireDecision SwitchFabric::Run(std::span<uint8_t, kFrameBytes> frame,
   // Breadth first: each poll may put frames in other switches' inboxes.
   for (size_t i = 0; i < pending_.size(); ++i) {
     const Arrival a = pending_[i];
-    switches_[a.sw].host->PollPort(a.port, now);
+    switches_[a.sw].host->PollQueue(a.port, 0, now);  // fabric ports receive on queue 0
   }
   pending_.clear();
-  // The original first (its bytes are in place), then the copies'.
-  std::stable_partition(output_.begin(), output_.end(),
-                        [&](const FrameRef& f) { return f.data == frame.data(); });
+  // The original first (its bytes are in place), then the copies', in order.
+  const auto original = std::find_if(output_.begin(), output_.end(),
+                                     [&](const FrameRef& f) { return f.data == frame.data(); });
+  if (original != output_.end()) std::rotate(output_.begin(), original, original + 1);
   for (const FrameRef& out : output_) Emit(frame, out);
   transport::ReleaseFrames(output_);
   if (!endpoints_.empty()) return WireDecision{WireAction::kSendTo, endpoints_};
@@ -369,7 +380,10 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
     ++counters_.wipes;
   }
   if (!wire::IsAtpFrame(frame, options_.base_port)) return WireDecision{WireAction::kRoute, {}};
-  wire_ = &wire;
+  if (wire_ != &wire) {  // endpoint ids are per wire
+    endpoint_cache_ = {};
+    wire_ = &wire;
+  }
   current_ = frame.data();
   const uint8_t* bytes = frame.data();
 
@@ -383,7 +397,7 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
     for (const std::vector<wire::Ipv4Address>& rack : group->second) {
       for (const wire::Ipv4Address& ip : rack) {
         if (Lose() || Filtered(ip, bytes)) continue;
-        if (std::optional<transport::EndpointId> e = wire.FindEndpoint(ip)) endpoints_.push_back(*e);
+        if (std::optional<transport::EndpointId> e = EndpointFor(ip.value)) endpoints_.push_back(*e);
       }
     }
     return WireDecision{WireAction::kSendTo, endpoints_};

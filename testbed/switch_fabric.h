@@ -35,6 +35,7 @@
 #ifndef ATP_TESTBED_SWITCH_FABRIC_H_
 #define ATP_TESTBED_SWITCH_FABRIC_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -143,6 +144,10 @@ class SwitchFabric final : public transport::FrameProcessor {
   void Sent(const Port& port, const transport::FrameRef& frame);
   // Depth: the ECN depth of a port toward the frame now in the fabric.
   size_t Depth(const Port& port, uint32_t queue) const;
+  // EndpointFor: the wire's endpoint owning `ipv4` (host order), through
+  // endpoint_cache_: the wire's lookup is a hash probe behind a virtual call,
+  // and every copy of every frame needs one or two.
+  std::optional<transport::EndpointId> EndpointFor(uint32_t ipv4) const;
   transport::WireDecision Run(std::span<uint8_t, transport::kFrameBytes> frame,
                               uint32_t sw, uint32_t port, TimePoint now);
   void Emit(std::span<uint8_t, transport::kFrameBytes> frame, const transport::FrameRef& out);
@@ -169,6 +174,14 @@ class SwitchFabric final : public transport::FrameProcessor {
   uint64_t loss_threshold_;                                   // under mu_
   FabricStats counters_;                                      // under mu_ (switches unused)
   DeliveryFilter filter_;                                     // under mu_
+  // endpoint_cache_: EndpointFor's direct-mapped cache of found endpoints.
+  struct CachedEndpoint {
+    uint32_t ipv4 = 0;
+    transport::EndpointId endpoint = 0;
+    bool valid = false;
+  };
+  static constexpr int kEndpointCacheBits = 6;
+  mutable std::array<CachedEndpoint, size_t{1} << kEndpointCacheBits> endpoint_cache_{};  // under mu_
 };
 
 }  // namespace atp::testbed

@@ -55,7 +55,8 @@ std::string Describe(const ClusterShape& shape) {
   }
   absl::StrAppend(&out, ", transport ", ClusterTransportFlag());
   if (ClusterTransportFlag() == "loopback") {
-    absl::StrAppend(&out, ", switches ", SwitchesFlag(shape.racks));
+    absl::StrAppend(&out, ", switches ", SwitchesFlag(shape.racks),
+                    shape.fabric_thread ? " on a thread of their own" : "");
     if (absl::GetFlag(FLAGS_loss) > 0) absl::StrAppend(&out, ", loss ", absl::GetFlag(FLAGS_loss));
   }
   return out;
@@ -113,6 +114,11 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
   if (!polling.ok()) return polling.status();
   options.polling = *polling;
   options.shared_threads = static_cast<uint32_t>(shape.shared_threads);
+  if (shape.fabric_thread && *kind != TransportKind::kLoopback) {
+    return absl::InvalidArgumentError(
+        "--fabric_thread: only with --transport=loopback (kernel UDP has no switch)");
+  }
+  options.fabric_thread = shape.fabric_thread;
   testbed::LocalJob job;
   job.job.job_id = 1;
   job.job.layout.workers_per_rack.assign(static_cast<size_t>(shape.racks), 0);

@@ -31,6 +31,9 @@ struct ClusterShape {
   // them (testbed::LocalClusterOptions::shared_threads), 1..ClusterLoops.
   // Named --cluster_threads in messages.
   int shared_threads = 0;
+  // fabric_thread: loopback only, the switches on a thread of their own
+  // (testbed::LocalClusterOptions::fabric_thread). Named --fabric_thread.
+  bool fabric_thread = false;
 };
 
 // ClusterLoops: the I/O loops of `shape`'s job: each worker's queues and the PS's.

@@ -65,8 +65,14 @@ ABSL_FLAG(int, iterations, 5, "Aggregations to time, one after the other.");
 ABSL_FLAG(int, cluster_threads, -1,
           "--role=cluster: threads that run all the job's I/O loops (each worker's --io_threads "
           "queues and the PS's thread), shared (atp/shared_io_threads.h); 0: a thread per loop; "
-          "-1 (default): one over loopback (its fabric runs under one lock: a second thread "
-          "only waits for it), else as many as the machine has cores, at most one per loop.");
+          "-1 (default): one per core, at most one per loop, less the core of the fabric "
+          "thread (--fabric_thread) if there is one; over loopback without a fabric thread, "
+          "one (the fabric then runs under one lock: a second thread only waits for it).");
+ABSL_FLAG(int, fabric_thread, -1,
+          "--role=cluster over loopback: 1: the switches run on a thread of their own, as a "
+          "switch is a machine of its own, and the I/O threads only quantize, send and receive "
+          "(testbed::LocalClusterOptions::fabric_thread); 0: on the sending I/O thread, under "
+          "the wire's lock; -1 (default): 1 where the machine has at least 2 cores.");
 ABSL_FLAG(int, pause_after_iteration, 0,
           "--role=worker, for tests: once this many iterations are done (no operation in "
           "flight), stop the whole process (SIGSTOP) until it gets a SIGCONT, so that a test "
@@ -104,16 +110,31 @@ constexpr char kProgram[] = "atp-throughput";
 
 int RunWorker();
 
+int Cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
+// FabricThreadFromFlag: what --fabric_thread=`flag` gives: -1: a fabric
+// thread over loopback on a machine of at least 2 cores (bench/RESULTS.md
+// "The switches on a thread of their own"); else `flag` (0 or 1).
+bool FabricThreadFromFlag(int flag) {
+  if (flag != -1 && flag != 0 && flag != 1) {
+    tool::ExitIfBad(kProgram, tool::FlagError("fabric_thread", absl::StrCat(
+                                                  flag, " is not -1 (auto), 0 or 1")));
+  }
+  if (flag != -1) return flag == 1;
+  return ClusterTransportFlag() == "loopback" && Cores() >= 2;
+}
+
 // ClusterThreadsFromFlag: what --cluster_threads=`flag` gives `shape`: -1:
-// over loopback one thread (the wire's switch fabric runs under one mutex:
-// with two threads each waits for the other's frames to cross it; measured
-// on 2 cores, bench/RESULTS.md "Shared I/O threads"), else one thread per
-// core, at most one per loop (threads beyond the cores only add hand-offs);
+// one thread per core, at most one per loop (threads beyond the cores only
+// add hand-offs), less the fabric thread's core if `shape` has one; over
+// loopback without a fabric thread one (the wire's switch fabric then runs
+// under one mutex: with two threads each waits for the other's frames to
+// cross it; measured on 2 cores, bench/RESULTS.md "Shared I/O threads");
 // else `flag` itself (MakeCluster checks it).
 int ClusterThreadsFromFlag(const ClusterShape& shape, int flag) {
   if (flag != -1) return flag;
-  if (ClusterTransportFlag() == "loopback") return 1;
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (ClusterTransportFlag() == "loopback" && !shape.fabric_thread) return 1;
+  const int cores = shape.fabric_thread ? Cores() - 1 : Cores();
   return std::max(1, std::min(cores, ClusterLoops(shape)));
 }
 
@@ -146,6 +167,7 @@ int Main(int argc, char** argv) {
   shape.workers = absl::GetFlag(FLAGS_workers);
   shape.racks = absl::GetFlag(FLAGS_racks);
   shape.io_threads = absl::GetFlag(FLAGS_io_threads);
+  shape.fabric_thread = FabricThreadFromFlag(absl::GetFlag(FLAGS_fabric_thread));
   shape.shared_threads = ClusterThreadsFromFlag(shape, absl::GetFlag(FLAGS_cluster_threads));
   // Each worker's input and output, the exact aggregate, and the oracle's
   // int64 sums (two floats' worth).
@@ -232,6 +254,7 @@ int Main(int argc, char** argv) {
     j["racks"] = shape.racks;
     j["io_threads"] = shape.io_threads;
     j["cluster_threads"] = shape.shared_threads;
+    j["fabric_thread"] = shape.fabric_thread;
     j["transport"] = ClusterTransportFlag();
     j["switches"] = SwitchesFlag(shape.racks);
     j["tensor_floats"] = n;
@@ -375,7 +398,7 @@ int RunWorker() {
   // A worker's job shape comes from the endpoint flags (--racks,
   // --workers_per_rack); its window and slots from the window flags, which
   // the PS (atp-ps) must share (examples/common/window_flags.h).
-  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss", "cluster_threads"},
+  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss", "cluster_threads", "fabric_thread"},
                                               "only with --role=cluster"));
   CheckSizeFlags(3);  // input, output, expected sum
   if (!(deadline_s > 0)) return bad("--deadline_s: must be > 0");

@@ -141,11 +141,14 @@ void PollingThread::Run() {
   pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
   AdaptiveBackoff backoff(options_);
   while (!stop_.load(std::memory_order_acquire)) {
+    // `seen` before the look at changed_: an Add between the two would
+    // otherwise bump wake_seq_ into `seen` with its step not yet applied,
+    // and the round below would sleep through it (a lost wake-up).
+    const uint64_t seen = wake_seq_.load(std::memory_order_seq_cst);
     if (changed_.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> lock(mu_);
       ApplyChangesLocked();
     }
-    const uint64_t seen = wake_seq_.load(std::memory_order_seq_cst);
     TimePoint now = MonotonicNow();
     const StepResult result = RunRound(now);
     if (result.did_work || result.deadline <= now) {

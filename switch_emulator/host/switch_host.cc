@@ -144,14 +144,16 @@ uint32_t SwitchHost::EgressDepth(uint32_t port, uint32_t queue) {
 
 size_t SwitchHost::PollQueues(uint32_t p, TimePoint now) {
   size_t received = 0;
-  for (uint32_t q = 0; q < ports_[p].queues; ++q) {
-    const size_t n = ports_[p].device->queue(q).RxBurst(rx_);
-    if (n == 0) continue;
-    received += n;
-    ports_[p].counters.rx_frames += n;
-    HandleBurst(p, n, now);
-  }
+  for (uint32_t q = 0; q < ports_[p].queues; ++q) received += PollQueue(p, q, now);
   return received;
+}
+
+size_t SwitchHost::PollQueue(uint32_t port, uint32_t queue, TimePoint now) {
+  const size_t n = ports_[port].device->queue(queue).RxBurst(rx_);
+  if (n == 0) return 0;
+  ports_[port].counters.rx_frames += n;
+  HandleBurst(port, n, now);
+  return n;
 }
 
 TimePoint SwitchHost::NextDeadline() const {
@@ -194,8 +196,11 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
         continue;
       }
     }
+    // The pipeline rewrites neither addresses nor ports: the queue the frame
+    // names holds for its depth and for its routing.
+    const uint32_t frame_queue = FrameQueue(frame);
     UnicastRoute route;
-    const uint32_t depth = DepthFor(in_port, frame, &route);
+    const uint32_t depth = DepthFor(in_port, frame, frame_queue, &route);
     const Decision d = pipeline_.Process(frame.bytes(), now, depth);
     switch (d.verdict) {
       case Verdict::kAbsorbed:
@@ -206,7 +211,7 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
         Release(frame);
         break;
       case Verdict::kMulticast:
-        Multicast(in_port, frame, d.multicast_group);
+        Multicast(in_port, frame, frame_queue, d.multicast_group);
         break;
       case Verdict::kToPs:
       case Verdict::kForward: {
@@ -219,11 +224,11 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
         }
         const uint32_t dst = LoadBig32(ip + 16);
         if (d.verdict == Verdict::kForward && IsMulticastAddress(dst)) {
-          Multicast(in_port, frame, dst);
+          Multicast(in_port, frame, frame_queue, dst);
         } else if (route.looked_up && route.dst == dst) {  // the lookup DepthFor made
-          Unicast(in_port, frame, route.port);
+          Unicast(in_port, frame, frame_queue, route.port);
         } else {
-          Unicast(in_port, frame, options_.routes.Lookup(dst));
+          Unicast(in_port, frame, frame_queue, options_.routes.Lookup(dst));
         }
         break;
       }
@@ -234,7 +239,8 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
   release_count_ = 0;
 }
 
-uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, UnicastRoute* route) {
+uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, uint32_t frame_queue,
+                              UnicastRoute* route) {
   const uint8_t* ip = Ipv4Header(frame);
   if (ip == nullptr) return 0;
   const uint32_t dst = LoadBig32(ip + 16);
@@ -242,7 +248,7 @@ uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, UnicastRo
     uint32_t depth = 0;
     for (uint32_t port : options_.multicast.Ports(dst)) {
       if (port != in_port && port < ports_.size()) {
-        depth = std::max(depth, EgressDepth(port, EgressQueue(frame, port)));
+        depth = std::max(depth, EgressDepth(port, EgressQueue(frame_queue, port)));
       }
     }
     return depth;
@@ -250,19 +256,17 @@ uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, UnicastRo
   const std::optional<uint32_t> port = options_.routes.Lookup(dst);
   *route = UnicastRoute{true, dst, port};
   if (!port || *port == in_port || *port >= ports_.size()) return 0;
-  return EgressDepth(*port, EgressQueue(frame, *port));
+  return EgressDepth(*port, EgressQueue(frame_queue, *port));
 }
 
-uint32_t SwitchHost::EgressQueue(const FrameRef& frame, uint32_t port) const {
-  const uint32_t queues = ports_[port].queues;
-  if (queues == 1) return 0;
+uint32_t SwitchHost::FrameQueue(const FrameRef& frame) const {
   const uint8_t* ip = Ipv4Header(frame);
   if (ip == nullptr || ip[9] != wire::kIpProtocolUdp) return 0;
   const size_t udp = wire::kIpv4Offset + size_t{ip[0] & 0x0Fu} * 4;
   if (frame.length < udp + wire::kUdpHeaderBytes) return 0;
   const uint32_t queue = uint32_t{LoadBig16(frame.data + udp + 2)} - options_.pipeline.base_port;
   if (queue >= transport::kMaxQueues) return 0;  // also ports below the base (wraps)
-  return queue % queues;
+  return queue;
 }
 
 void SwitchHost::MarkForwarded(const FrameRef& frame, uint32_t depth) {
@@ -275,7 +279,7 @@ void SwitchHost::MarkForwarded(const FrameRef& frame, uint32_t depth) {
   ++routing_.ce_marked;
 }
 
-void SwitchHost::Unicast(uint32_t in_port, const FrameRef& frame,
+void SwitchHost::Unicast(uint32_t in_port, const FrameRef& frame, uint32_t frame_queue,
                          std::optional<uint32_t> port) {
   if (!port) {
     ++routing_.unroutable;
@@ -292,10 +296,11 @@ void SwitchHost::Unicast(uint32_t in_port, const FrameRef& frame,
     Release(frame);
     return;
   }
-  Stage(*port, EgressQueue(frame, *port), frame);
+  Stage(*port, EgressQueue(frame_queue, *port), frame);
 }
 
-void SwitchHost::Multicast(uint32_t in_port, const FrameRef& frame, uint32_t group) {
+void SwitchHost::Multicast(uint32_t in_port, const FrameRef& frame, uint32_t frame_queue,
+                           uint32_t group) {
   const std::span<const uint32_t> ports = options_.multicast.Ports(group);
   // The original goes to the last egress port; the others get copies.
   const auto last = std::find_if(ports.rbegin(), ports.rend(),
@@ -309,7 +314,7 @@ void SwitchHost::Multicast(uint32_t in_port, const FrameRef& frame, uint32_t gro
   for (auto it = ports.begin(); it != last.base() - 1; ++it) {
     const uint32_t port = *it;
     if (port == in_port) continue;
-    const uint32_t queue = EgressQueue(frame, port);
+    const uint32_t queue = EgressQueue(frame_queue, port);
     transport::FramePool& pool = ports_[port].device->queue(queue).tx_pool();
     FrameRef copy;
     if (frame.length > pool.frame_capacity() || pool.AllocBurst({&copy, 1}) != 1) {
@@ -321,7 +326,7 @@ void SwitchHost::Multicast(uint32_t in_port, const FrameRef& frame, uint32_t gro
     ++ports_[port].counters.tx_copies;
     Stage(port, queue, copy);
   }
-  Stage(*last, EgressQueue(frame, *last), frame);
+  Stage(*last, EgressQueue(frame_queue, *last), frame);
 }
 
 void SwitchHost::Stage(uint32_t port, uint32_t queue, const FrameRef& frame) {

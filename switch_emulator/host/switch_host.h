@@ -114,6 +114,10 @@ class SwitchHost {
   // other ports, no orphan scan): for a caller that knows where frames
   // arrived (the simulator, the in-process fabric).
   size_t PollPort(uint32_t port, TimePoint now);
+  // PollQueue: PollPort for one queue of the port, for a caller that knows
+  // the queue too (the in-process fabric's ports receive on queue 0 only,
+  // and asking their 15 other queues costs more than the frame).
+  size_t PollQueue(uint32_t port, uint32_t queue, TimePoint now);
 
   // NextDeadline: when the next orphan scan is due (infinite while no
   // aggregator is in use).
@@ -167,12 +171,21 @@ class SwitchHost {
     std::optional<uint32_t> port;
   };
   // DepthFor: the ECN depth toward where `frame` will go.
-  uint32_t DepthFor(uint32_t in_port, const transport::FrameRef& frame, UnicastRoute* route);
+  uint32_t DepthFor(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
+                    UnicastRoute* route);
   uint32_t EgressDepth(uint32_t port, uint32_t queue);
   void MarkForwarded(const transport::FrameRef& frame, uint32_t depth);
-  void Unicast(uint32_t in_port, const transport::FrameRef& frame, std::optional<uint32_t> port);
-  void Multicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t group);
-  uint32_t EgressQueue(const transport::FrameRef& frame, uint32_t port) const;
+  void Unicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
+               std::optional<uint32_t> port);
+  void Multicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
+                 uint32_t group);
+  // FrameQueue: the queue a frame names (its UDP destination port less the
+  // base port; 0 for a frame that names none). EgressQueue: that queue on
+  // egress port `port` (modulo the port's queue count).
+  uint32_t FrameQueue(const transport::FrameRef& frame) const;
+  uint32_t EgressQueue(uint32_t frame_queue, uint32_t port) const {
+    return frame_queue % ports_[port].queues;
+  }
   // Stage: `frame` for (port, queue): staged until the burst ends (or the
   // staging is full), or sent at once in a burst of one frame.
   void Stage(uint32_t port, uint32_t queue, const transport::FrameRef& frame);

@@ -66,6 +66,14 @@ class FrameSlotRing {
     return slot.bytes;
   }
 
+  // FrontMutable: Front, for a consumer that changes the frame in place
+  // before it pops it (the slot is the consumer's until Pop).
+  uint8_t* FrontMutable() {
+    Slot& slot = slots_[head_ & mask_];
+    if (slot.turn.load(std::memory_order_acquire) != head_ + 1) return nullptr;
+    return slot.bytes;
+  }
+
   // Pop: consumer thread only, after a non-null Front.
   void Pop() {
     Slot& slot = slots_[head_ & mask_];

@@ -159,7 +159,9 @@ size_t LoopbackQueue::Flush() {
 
 void LoopbackQueue::Drain() {
   if (tx_count_ == 0) return;
-  if (wire_->has_processor()) {
+  if (wire_->stepped()) {
+    DrainToIngress();
+  } else if (wire_->has_processor()) {
     DrainThroughProcessor();
   } else {
     DrainDirect();
@@ -211,6 +213,22 @@ void LoopbackQueue::DrainThroughProcessor() {
   ReleaseFrames(run);
   tx_head_ = (tx_head_ + n) & mask;
   tx_count_ = 0;
+}
+
+void LoopbackQueue::DrainToIngress() {
+  // Oldest first, until the ring is full: the rest waits here, in order.
+  const size_t mask = tx_ring_.size() - 1;
+  FrameSlotRing& ingress = wire_->ingress(id_, index_);
+  size_t pushed = 0;
+  while (tx_count_ > 0) {
+    const TxEntry& entry = tx_ring_[tx_head_];
+    if (!ingress.TryPush(entry.frame.data)) break;
+    FreeFrame(entry.frame);
+    tx_head_ = (tx_head_ + 1) & mask;
+    --tx_count_;
+    ++pushed;
+  }
+  if (pushed > 0) wire_->RaiseProcessor();
 }
 
 QueueStats LoopbackQueue::stats() const {

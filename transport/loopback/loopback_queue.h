@@ -49,10 +49,12 @@ class LoopbackQueue final : public Queue {
                 std::unique_ptr<HeapFramePool> tx_pool);
 
   // Drain: moves frames from the transmit ring onto the wire, oldest first,
-  // until one does not fit at its receiver (direct mode) or all are gone.
+  // until one does not fit at its receiver (direct mode) or on the ingress
+  // ring (stepped processor), or all are gone.
   void Drain();
   void DrainDirect();
   void DrainThroughProcessor();
+  void DrainToIngress();
   bool tx_full() const { return tx_count_ == tx_ring_.size(); }
   void PushTx(const FrameRef& frame, const RoutableFrame& route);
   void FreeFrame(const FrameRef& frame);

@@ -2,6 +2,8 @@
 // processor of the loopback wire.
 #include "transport/loopback/loopback_wire_impl.h"
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <utility>
 
@@ -27,11 +29,19 @@ void Bump(std::atomic<uint64_t>& counter, uint64_t n = 1) {
   counter.fetch_add(n, std::memory_order_relaxed);
 }
 
+uint32_t RingSlots(uint32_t at_least) { return std::bit_ceil(std::max(at_least, 2u)); }
+
+// Frames StepProcessor takes from one ingress ring before it turns to the
+// next: a burst, as a port's receive burst.
+constexpr size_t kIngressBurst = 32;
+
 }  // namespace
 
 LoopbackWireImpl::LoopbackWireImpl(LoopbackWireOptions options)
     : processor_(options.processor),
-      clock_(options.clock ? std::move(options.clock) : std::function<TimePoint()>(MonotonicNow)) {}
+      clock_(options.clock ? std::move(options.clock) : std::function<TimePoint()>(MonotonicNow)),
+      stepped_(options.processor != nullptr && options.stepped_processor),
+      ingress_ring_frames_(RingSlots(options.ingress_ring_frames)) {}
 
 absl::StatusOr<std::unique_ptr<Device>> LoopbackWireImpl::AddEndpoint(
     const LoopbackEndpointOptions& options) {
@@ -49,6 +59,10 @@ absl::StatusOr<std::unique_ptr<Device>> LoopbackWireImpl::AddEndpoint(
   for (uint32_t q = 0; q < options.device.num_queues; ++q) {
     endpoint->rings.push_back(std::make_unique<FrameSlotRing>(options.device.rx_ring_frames));
     endpoint->signals.push_back(std::make_unique<RxSignal>());
+    if (stepped_) {
+      endpoint->ingress.push_back(std::make_unique<FrameSlotRing>(ingress_ring_frames_));
+      ingress_rings_.push_back(IngressRing{endpoint->ingress.back().get(), id});
+    }
   }
   endpoints_.push_back(std::move(endpoint));
   by_ipv4_[options.address.ipv4.value] = id;
@@ -121,35 +135,82 @@ void LoopbackWireImpl::Deliver(EndpointId endpoint, const uint8_t* frame) {
     Bump(e.ring_drops[queue]);
     return;
   }
-  e.signals[queue]->Raise();
+  // Raised once per burst (an atomic exchange on the consumer's line, and a
+  // write to its eventfd when it sleeps), not once per frame.
+  RxSignal* signal = e.signals[queue].get();
+  if (std::find(to_raise_.begin(), to_raise_.end(), signal) == to_raise_.end()) {
+    to_raise_.push_back(signal);
+  }
   Bump(delivered_);
+}
+
+void LoopbackWireImpl::Process(EndpointId from, uint8_t* frame, TimePoint now) {
+  const WireDecision decision =
+      processor_->Process(std::span<uint8_t, kFrameBytes>(frame, kFrameBytes), from, now, *this);
+  switch (decision.action) {
+    case WireAction::kDrop:
+      Bump(processor_drops_);
+      break;
+    case WireAction::kRoute: {
+      auto it = by_ipv4_.find(LoadBig32(frame + kIpDstOffset));
+      if (it == by_ipv4_.end()) {
+        Bump(unroutable_);
+      } else {
+        Deliver(it->second, frame);
+      }
+      break;
+    }
+    case WireAction::kSendTo:
+      for (EndpointId endpoint : decision.endpoints) Deliver(endpoint, frame);
+      break;
+  }
+}
+
+void LoopbackWireImpl::RaiseDelivered() {
+  for (RxSignal* signal : to_raise_) signal->Raise();
+  to_raise_.clear();
 }
 
 void LoopbackWireImpl::ProcessAndDeliver(EndpointId from, std::span<const FrameRef> frames) {
   std::lock_guard<std::mutex> lock(mu_);
   const TimePoint now = clock_();
   Bump(frames_in_, frames.size());
-  for (const FrameRef& frame : frames) {
-    const WireDecision decision = processor_->Process(
-        std::span<uint8_t, kFrameBytes>(frame.data, kFrameBytes), from, now, *this);
-    switch (decision.action) {
-      case WireAction::kDrop:
-        Bump(processor_drops_);
-        break;
-      case WireAction::kRoute: {
-        auto it = by_ipv4_.find(LoadBig32(frame.data + kIpDstOffset));
-        if (it == by_ipv4_.end()) {
-          Bump(unroutable_);
-        } else {
-          Deliver(it->second, frame.data);
-        }
-        break;
+  for (const FrameRef& frame : frames) Process(from, frame.data, now);
+  RaiseDelivered();
+}
+
+size_t LoopbackWireImpl::StepProcessor(size_t budget) {
+  if (!stepped_) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  const TimePoint now = clock_();
+  // Every (endpoint, queue) ring in turn, starting one further each step so
+  // that no sender's frames always go first.
+  const std::vector<IngressRing>& rings = ingress_rings_;
+  size_t done = 0;
+  bool looked_again = false;
+  while (done < budget && !rings.empty()) {
+    size_t this_pass = 0;
+    for (size_t k = 0; k < rings.size() && done < budget; ++k) {
+      const size_t r = (next_ingress_ + k) % rings.size();
+      for (size_t n = 0; n < kIngressBurst && done < budget; ++n) {
+        uint8_t* frame = rings[r].ring->FrontMutable();
+        if (frame == nullptr) break;
+        Process(rings[r].from, frame, now);
+        rings[r].ring->Pop();
+        ++done;
+        ++this_pass;
       }
-      case WireAction::kSendTo:
-        for (EndpointId endpoint : decision.endpoints) Deliver(endpoint, frame.data);
-        break;
     }
+    next_ingress_ = (next_ingress_ + 1) % rings.size();
+    if (this_pass > 0) continue;
+    // All empty: lower the wait_fd, then look once more (a sender may have
+    // pushed just before it raised).
+    if (looked_again || !processor_signal_.LowerIfRaised()) break;
+    looked_again = true;
   }
+  Bump(frames_in_, done);
+  RaiseDelivered();
+  return done;
 }
 
 }  // namespace internal

@@ -39,9 +39,12 @@ class LoopbackWireImpl final : public LoopbackWire,
   size_t num_endpoints() const override { return endpoints_.size(); }
   size_t RxBacklog(EndpointId endpoint, uint32_t queue) const override;
   LoopbackWireStats stats() const override;
+  size_t StepProcessor(size_t budget) override;
+  int processor_wait_fd() const override { return stepped_ ? processor_signal_.fd() : -1; }
 
   // The datapath, called by LoopbackQueue.
   bool has_processor() const { return processor_ != nullptr; }
+  bool stepped() const { return stepped_; }
 
   // PushDirect: no processor. Delivers `frame` to queue `queue` of `endpoint`
   // (an id from FindEndpoint). The caller Raise()s the queue's signal once
@@ -54,6 +57,14 @@ class LoopbackWireImpl final : public LoopbackWire,
   // order, under the wire's lock, and delivers the copies it asks for. Every
   // frame is consumed (the caller frees them all afterwards).
   void ProcessAndDeliver(EndpointId from, std::span<const FrameRef> frames);
+
+  // ingress / RaiseProcessor: stepped mode. A queue's ingress ring (its
+  // sender pushes, StepProcessor pops), and the signal a sender raises once
+  // it has pushed a run of frames there.
+  FrameSlotRing& ingress(EndpointId endpoint, uint32_t queue) {
+    return *endpoints_[endpoint]->ingress[queue];
+  }
+  void RaiseProcessor() { processor_signal_.Raise(); }
 
   // Close: the endpoint's device is gone; frames for it are unroutable.
   void Close(EndpointId endpoint);
@@ -77,18 +88,35 @@ class LoopbackWireImpl final : public LoopbackWire,
     std::vector<std::unique_ptr<FrameSlotRing>> rings;  // one per queue
     std::vector<std::unique_ptr<RxSignal>> signals;     // one per queue: its wait_fd
     std::unique_ptr<std::atomic<uint64_t>[]> ring_drops;  // processor-mode drops per queue
+    std::vector<std::unique_ptr<FrameSlotRing>> ingress;  // stepped mode: one per queue
     std::atomic<bool> open{true};
   };
 
+  // Process: processor mode, under mu_: the processor's decision on one
+  // frame from `from`, carried out (the copies delivered).
+  void Process(EndpointId from, uint8_t* frame, TimePoint now);
   // Deliver: processor mode, one copy to `endpoint` (the queue named by the
   // frame's UDP port); counts what goes wrong.
   void Deliver(EndpointId endpoint, const uint8_t* frame);
+  // RaiseDelivered: processor mode, under mu_: wakes the receivers Deliver
+  // put frames on since the last call.
+  void RaiseDelivered();
 
   FrameProcessor* const processor_;
   const std::function<TimePoint()> clock_;
+  const bool stepped_;                  // processor and stepped_processor
+  const uint32_t ingress_ring_frames_;  // a power of two
+  RxSignal processor_signal_;           // stepped mode: frames on an ingress ring
+  struct IngressRing {
+    FrameSlotRing* ring;  // owned by the endpoint
+    EndpointId from;
+  };
+  std::vector<IngressRing> ingress_rings_;  // under mu_: every queue's, in the order added
+  size_t next_ingress_ = 0;                 // under mu_: the ring StepProcessor starts at
   std::mutex mu_;  // serializes AddEndpoint and the processor
   std::vector<std::unique_ptr<Endpoint>> endpoints_;      // appended before traffic only
   absl::flat_hash_map<uint32_t, EndpointId> by_ipv4_;     // likewise
+  std::vector<RxSignal*> to_raise_;  // under mu_: queues ProcessAndDeliver delivered to
 
   std::atomic<uint64_t> frames_in_{0};
   std::atomic<uint64_t> delivered_{0};

@@ -21,8 +21,10 @@
 // Threads: endpoints and their queues may run on different threads; each
 // receive ring takes frames from any number of sending threads (a bounded
 // multi-producer ring, lock-free). The processor runs under the wire's lock,
-// one frame at a time, on whichever thread sends. Add every endpoint before
-// traffic starts.
+// one frame at a time: on whichever thread sends, or, with
+// stepped_processor, on the thread that calls StepProcessor (a thread of its
+// own for the switches, as a real switch is a machine of its own). Add every
+// endpoint before traffic starts.
 #ifndef ATP_TRANSPORT_LOOPBACK_H_
 #define ATP_TRANSPORT_LOOPBACK_H_
 
@@ -80,6 +82,16 @@ struct LoopbackWireOptions {
   // clock: what the processor gets as `now`; unset: a monotonic clock. Tests
   // pass a fake one.
   std::function<TimePoint()> clock;
+  // stepped_processor: false (the default): TxBurst runs the processor over
+  // the frames it takes, on the sending thread. true: TxBurst copies them onto
+  // the wire's ingress ring of the sending queue (at least
+  // ingress_ring_frames slots: rounded up to a power of two; a full ring
+  // leaves frames on the sender's transmit ring, nothing is lost) and
+  // StepProcessor runs the processor over them later, so the processor's
+  // work leaves the endpoints' threads. No effect on a wire without a
+  // processor (it delivers directly).
+  bool stepped_processor = false;
+  uint32_t ingress_ring_frames = 1024;
 };
 
 // LoopbackEndpointOptions: one endpoint. device.base_port is the ATP port range
@@ -124,6 +136,16 @@ class LoopbackWire {
 
   // stats: any thread.
   virtual LoopbackWireStats stats() const = 0;
+
+  // StepProcessor: stepped_processor only (else 0). Runs the processor over
+  // at most `budget` frames waiting on the ingress rings, oldest first per
+  // ring, the rings in turn, and delivers what it decides. Returns the frames
+  // processed; 0 when none waited. Any thread, one at a time (it takes the
+  // wire's lock).
+  virtual size_t StepProcessor(size_t budget) = 0;
+  // processor_wait_fd: readable while frames may wait for StepProcessor (for
+  // a thread that sleeps when it returns 0); -1 without stepped_processor.
+  virtual int processor_wait_fd() const = 0;
 };
 
 }  // namespace atp::transport

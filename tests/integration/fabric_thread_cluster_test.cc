@@ -1,0 +1,93 @@
+// Whole jobs whose switches run on a thread of their own
+// (LocalClusterOptions::fabric_thread: the loopback wire's stepped
+// processor): with the endpoints on one shared thread or a thread each, over
+// one switch and two levels, with loss on every hop, every result is exact
+// and identical on every worker, and the fabric's work ran on its thread.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "testbed/local_cluster.h"
+#include "tests/integration/cluster_test_util.h"
+
+namespace atp::integration {
+namespace {
+
+using testbed::FabricAggregation;
+using testbed::LocalClusterOptions;
+
+std::vector<size_t> MixedSizes() { return {1, 62, 63, 62 * 256, 62 * 1000 + 17, 100'000, 3}; }
+
+struct Shape {
+  uint32_t shared_threads;  // 0: a thread per loop
+  int racks;
+  int workers_per_rack;
+};
+
+class FabricThreadClusterTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(FabricThreadClusterTest, EveryResultIsExactAndIdentical) {
+  const Shape shape = GetParam();
+  LocalClusterOptions options;
+  options.aggregation =
+      shape.racks == 1 ? FabricAggregation::kSingleSwitch : FabricAggregation::kTwoLevel;
+  options.shared_threads = shape.shared_threads;
+  options.fabric_thread = true;
+  options.jobs.push_back(TestJob(31, shape.racks, shape.workers_per_rack));
+  auto cluster = MakeCluster(options);
+  ASSERT_NE(cluster, nullptr);
+  ASSERT_GE(cluster->wire()->processor_wait_fd(), 0) << "the wire's processor is stepped";
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = seed}));
+  }
+  const testbed::FabricStats fabric = cluster->fabric()->stats();
+  EXPECT_GT(fabric.frames, 0u);
+  EXPECT_EQ(fabric.malformed, 0u);
+  uint64_t completed = 0;
+  for (const auto& sw : fabric.switches) completed += sw.completed;
+  EXPECT_GT(completed, 0u) << "the switches aggregated";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FabricThreadClusterTest,
+                         ::testing::Values(Shape{1, 1, 2}, Shape{1, 2, 2}, Shape{0, 1, 3},
+                                           Shape{0, 2, 2}),
+                         [](const ::testing::TestParamInfo<Shape>& param) {
+                           return "Shared" + std::to_string(param.param.shared_threads) +
+                                  "Racks" + std::to_string(param.param.racks) + "Workers" +
+                                  std::to_string(param.param.racks * param.param.workers_per_rack);
+                         });
+
+TEST(FabricThreadClusterLossTest, LossOnEveryHopStillGivesExactResults) {
+  LocalClusterOptions options;
+  options.aggregation = FabricAggregation::kTwoLevel;
+  options.fabric_thread = true;
+  options.shared_threads = 1;
+  options.loss_rate = 0.01;
+  options.seed = 78;
+  options.jobs.push_back(TestJob(32, /*racks=*/2, /*workers_per_rack=*/2));
+  // As LoopbackClusterTest's loss test: cap the backed-off timeout.
+  options.jobs[0].job.initial_retransmission_timeout = absl::Milliseconds(5);
+  options.jobs[0].job.max_retransmission_timeout = absl::Milliseconds(20);
+  auto cluster = MakeCluster(options);
+  ASSERT_NE(cluster, nullptr);
+  EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = {62 * 2000, 1000, 62 * 300 + 1, 7}, .seed = 6}));
+  EXPECT_GT(cluster->fabric()->stats().lost, 0u);
+}
+
+TEST(FabricThreadClusterRestartTest, WorkersAndAParameterServerRestart) {
+  LocalClusterOptions options;
+  options.fabric_thread = true;
+  options.shared_threads = 1;
+  options.jobs.push_back(TestJob(33, /*racks=*/2, /*workers_per_rack=*/2));
+  auto cluster = MakeCluster(options);
+  ASSERT_NE(cluster, nullptr);
+  EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 7}));
+  ASSERT_TRUE(cluster->RecreateWorkers(0).ok());
+  ASSERT_TRUE(cluster->RestartParameterServer(0, 0).ok());
+  EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 8}));
+}
+
+}  // namespace
+}  // namespace atp::integration
