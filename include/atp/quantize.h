@@ -9,7 +9,8 @@
 //   if (atp::Quantize(values, scale, q) == atp::QuantizeOutcome::kNeedsFloat) send_fp();
 //
 // The dispatching entry points pick an AVX2 version (AVX-512 for dequantize)
-// at run time when the CPU has it; each is bit-identical to the scalar one.
+// at run time when the CPU has it and ATP_MAX_CPU_ISA does not cap it
+// (atp/cpu_isa.h); each is bit-identical to the scalar one.
 #ifndef ATP_QUANTIZE_H_
 #define ATP_QUANTIZE_H_
 
@@ -75,10 +76,10 @@ void DequantizeFromWireAvx2(std::span<const uint8_t> in, double scale, std::span
 // they run the AVX2 kernel.
 void DequantizeAvx512(std::span<const int32_t> in, double scale, std::span<float> out);
 void DequantizeFromWireAvx512(std::span<const uint8_t> in, double scale, std::span<float> out);
-// HasAvx2: whether this CPU and OS support AVX2 (asked once, then cached).
+// HasAvx2 / HasAvx512: whether this CPU and OS support the kernels
+// (CpuIsaOfThisCpu, atp/cpu_isa.h), whatever ATP_MAX_CPU_ISA says; the
+// dispatchers above use only what MaxCpuIsa() allows.
 bool HasAvx2();
-// HasAvx512: whether this CPU and OS support AVX2, AVX-512F and AVX-512BW
-// (asked once, then cached).
 bool HasAvx512();
 
 }  // namespace atp

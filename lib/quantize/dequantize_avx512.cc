@@ -12,10 +12,11 @@
 // Measured only on the Ice Lake-class Xeon VM these sessions run on. On
 // Skylake-SP and Cascade Lake, 512-bit floating-point multiplies lower the
 // core's clock for a while after them, which may cost the rest of the
-// thread's work more than the 16 lanes save: no way to opt out exists yet.
+// thread's work more than the 16 lanes save: ATP_MAX_CPU_ISA=avx2
+// (atp/cpu_isa.h) keeps a process off this kernel.
 //
 // Compiled without -mavx512*: each function carries a target attribute; the
-// dispatchers in quantize.cc call these only when HasAvx512() is true. The
+// dispatchers in quantize.cc call these only when MaxCpuIsa() allows it. The
 // integer side is 4-byte granular memory (a frame's payload for the wire
 // form): every access is an unaligned load.
 #include <cstddef>

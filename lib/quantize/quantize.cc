@@ -13,6 +13,7 @@
 #include <limits>
 #include <span>
 
+#include "atp/cpu_isa.h"
 #include "lib/wire/byte_order.h"
 
 namespace atp {
@@ -127,42 +128,22 @@ void DequantizeFromWireScalar(std::span<const uint8_t> in, double scale, std::sp
   }
 }
 
-bool HasAvx2() {
-  static const bool has_avx2 = [] {
-#if defined(__x86_64__) || defined(__i386__)
-    // __builtin_cpu_supports also checks that the OS saves the YMM state.
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-#else
-    return false;
-#endif
-  }();
-  return has_avx2;
-}
+bool HasAvx2() { return CpuIsaOfThisCpu() >= CpuIsa::kAvx2; }
 
-bool HasAvx512() {
-  static const bool has_avx512 = [] {
-#if defined(__x86_64__) || defined(__i386__)
-    // Also checks that the OS saves the ZMM and mask state.
-    __builtin_cpu_init();
-    return HasAvx2() && __builtin_cpu_supports("avx512f") != 0 &&
-           __builtin_cpu_supports("avx512bw") != 0;
-#else
-    return false;
-#endif
-  }();
-  return has_avx512;
-}
+bool HasAvx512() { return CpuIsaOfThisCpu() >= CpuIsa::kAvx512; }
+
+// The dispatchers below use what MaxCpuIsa() allows (the CPU's, capped by
+// ATP_MAX_CPU_ISA): at most CpuIsaOfThisCpu(), so each kernel they call may run.
 
 QuantizeOutcome Quantize(std::span<const float> in, double scale, std::span<int32_t> out) {
-  if (HasAvx2()) return QuantizeAvx2(in, scale, out);
+  if (MaxCpuIsa() >= CpuIsa::kAvx2) return QuantizeAvx2(in, scale, out);
   return QuantizeScalar(in, scale, out);
 }
 
 void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out) {
-  if (HasAvx512()) {
+  if (MaxCpuIsa() >= CpuIsa::kAvx512) {
     DequantizeAvx512(in, scale, out);
-  } else if (HasAvx2()) {
+  } else if (MaxCpuIsa() >= CpuIsa::kAvx2) {
     DequantizeAvx2(in, scale, out);
   } else {
     DequantizeScalar(in, scale, out);
@@ -170,14 +151,14 @@ void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out)
 }
 
 QuantizeOutcome QuantizeToWire(std::span<const float> in, double scale, std::span<uint8_t> out) {
-  if (HasAvx2()) return QuantizeToWireAvx2(in, scale, out);
+  if (MaxCpuIsa() >= CpuIsa::kAvx2) return QuantizeToWireAvx2(in, scale, out);
   return QuantizeToWireScalar(in, scale, out);
 }
 
 void DequantizeFromWire(std::span<const uint8_t> in, double scale, std::span<float> out) {
-  if (HasAvx512()) {
+  if (MaxCpuIsa() >= CpuIsa::kAvx512) {
     DequantizeFromWireAvx512(in, scale, out);
-  } else if (HasAvx2()) {
+  } else if (MaxCpuIsa() >= CpuIsa::kAvx2) {
     DequantizeFromWireAvx2(in, scale, out);
   } else {
     DequantizeFromWireScalar(in, scale, out);

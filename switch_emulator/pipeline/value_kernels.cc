@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/status/status.h"
+#include "atp/cpu_isa.h"
 #include "atp/wire.h"
 #include "lib/wire/byte_order.h"
 #include "switch_emulator/pipeline/aggregator.h"
@@ -74,22 +75,16 @@ std::string_view ValueKernelName(ValueKernel kernel) {
   return "unknown";
 }
 
-bool CpuHasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
+bool CpuHasAvx2() { return CpuIsaOfThisCpu() >= CpuIsa::kAvx2; }
 
-bool CpuHasAvx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512dq");
-  return has;
-}
+bool CpuHasAvx512() { return CpuIsaOfThisCpu() >= CpuIsa::kAvx512; }
 
 absl::StatusOr<ValueKernels> SelectValueKernels(ValueKernel requested) {
   if (requested == ValueKernel::kAuto) {
-    requested = CpuHasAvx512() ? ValueKernel::kAvx512
-                : CpuHasAvx2() ? ValueKernel::kAvx2
-                               : ValueKernel::kScalar;
+    // The best the CPU has, as ATP_MAX_CPU_ISA allows.
+    requested = MaxCpuIsa() >= CpuIsa::kAvx512 ? ValueKernel::kAvx512
+                : MaxCpuIsa() >= CpuIsa::kAvx2 ? ValueKernel::kAvx2
+                                                : ValueKernel::kScalar;
   }
   switch (requested) {
     case ValueKernel::kScalar:

@@ -63,10 +63,12 @@ struct ValueKernels {
 };
 
 // SelectValueKernels: the kernels for `requested` (kAuto resolves to the best
-// supported). FailedPrecondition if the CPU lacks what `requested` needs.
+// the CPU supports, capped by ATP_MAX_CPU_ISA: atp/cpu_isa.h).
+// FailedPrecondition if the CPU lacks what `requested` needs.
 absl::StatusOr<ValueKernels> SelectValueKernels(ValueKernel requested);
 
-// CpuHasAvx2 / CpuHasAvx512: whether those kernels can run here.
+// CpuHasAvx2 / CpuHasAvx512: whether those kernels can run here
+// (CpuIsaOfThisCpu; ATP_MAX_CPU_ISA does not change it).
 bool CpuHasAvx2();
 bool CpuHasAvx512();
 
