@@ -1,6 +1,4 @@
 // The loopback wire: routing, the processor in the middle, threads.
-#include <poll.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -11,31 +9,21 @@
 #include "atp/transport/loopback.h"
 #include "gtest/gtest.h"
 #include "lib/wire/frame_view.h"
+#include "tests/transport/loopback_test_util.h"
 #include "tests/transport/transport_test_util.h"
 
 namespace atp::transport {
 namespace {
 
+using testing::Add;
 using testing::Collector;
 using testing::FrameBytes;
 using testing::FrameSpec;
 using testing::MakeFrame;
+using testing::Node;
 using testing::PoolsAreFull;
+using testing::Readable;
 using testing::SendAll;
-
-DeviceAddress Node(uint32_t n) {
-  const wire::Ipv4Address ip{0x0A000000u + n};
-  return {ip, DefaultMacFor(ip)};
-}
-
-std::unique_ptr<Device> Add(LoopbackWire& wire, uint32_t n, DeviceOptions device = {}) {
-  LoopbackEndpointOptions options;
-  options.device = device;
-  options.address = Node(n);
-  auto endpoint = wire.AddEndpoint(options);
-  EXPECT_TRUE(endpoint.ok()) << endpoint.status();
-  return endpoint.ok() ? *std::move(endpoint) : nullptr;
-}
 
 TEST(LoopbackWire, EndpointIdsFollowTheOrderOfAddition) {
   auto wire = LoopbackWire::Create({});
@@ -249,12 +237,6 @@ TEST(LoopbackWire, EndpointsOnTheirOwnThreadsExchangeEveryFrameInOrder) {
   EXPECT_TRUE(PoolsAreFull(*a));
   EXPECT_TRUE(PoolsAreFull(*b));
   EXPECT_TRUE(PoolsAreFull(*c));
-}
-
-// Readable: whether `fd` polls readable now.
-bool Readable(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
 }
 
 TEST(LoopbackWaitFd, ReadableExactlyWhileFramesWait) {
