@@ -42,6 +42,7 @@ LoopbackQueue::LoopbackQueue(LoopbackWireImpl* wire, EndpointId id, uint32_t ind
       base_port_(options.base_port),
       rx_ring_(wire->ring(id, index)),
       signal_(wire->signal(id, index)),
+      ingress_(wire->stepped() ? &wire->ingress(id, index) : nullptr),
       rx_pool_(std::move(rx_pool)),
       tx_pool_(std::move(tx_pool)),
       tx_ring_(options.tx_ring_frames),
@@ -218,11 +219,10 @@ void LoopbackQueue::DrainThroughProcessor() {
 void LoopbackQueue::DrainToIngress() {
   // Oldest first, until the ring is full: the rest waits here, in order.
   const size_t mask = tx_ring_.size() - 1;
-  FrameSlotRing& ingress = wire_->ingress(id_, index_);
   size_t pushed = 0;
   while (tx_count_ > 0) {
     const TxEntry& entry = tx_ring_[tx_head_];
-    if (!ingress.TryPush(entry.frame.data)) break;
+    if (!ingress_->TryPush(entry.frame.data)) break;
     FreeFrame(entry.frame);
     tx_head_ = (tx_head_ + 1) & mask;
     --tx_count_;

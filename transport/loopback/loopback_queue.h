@@ -66,6 +66,7 @@ class LoopbackQueue final : public Queue {
   QueueCapabilities capabilities_;
   FrameSlotRing& rx_ring_;
   RxSignal& signal_;
+  FrameSlotRing* const ingress_;  // stepped processor only: this queue's ingress ring
   std::unique_ptr<HeapFramePool> rx_pool_;
   std::unique_ptr<HeapFramePool> tx_pool_;
   std::vector<TxEntry> tx_ring_;  // power-of-two size
