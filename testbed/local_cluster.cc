@@ -107,11 +107,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
       transport::LoopbackWire* wire = cluster->wire_.get();
       ATP_ASSIGN_OR_RETURN(
           cluster->fabric_thread_,
-          host::PollingThread::Start("atp-fabric", options.polling, {wire->processor_wait_fd()},
-                                     [wire](TimePoint) {
-                                       return host::StepResult{wire->StepProcessor(kFabricBudget) > 0,
-                                                               TimePoint::Infinite()};
-                                     }));
+          host::PollingThread::Start(
+              "atp-fabric", options.polling, {wire->processor_wait_fd()}, [wire](TimePoint) {
+                return host::StepResult{wire->StepProcessor(kFabricBudget) > 0,
+                                        TimePoint::Infinite()};
+              }));
     }
   }
 

@@ -299,7 +299,8 @@ std::optional<transport::EndpointId> SwitchFabric::EndpointFor(uint32_t ipv4) co
   // Fibonacci hashing into the direct-mapped cache.
   CachedEndpoint& cached = endpoint_cache_[(ipv4 * 0x9E3779B9u) >> (32 - kEndpointCacheBits)];
   if (cached.valid && cached.ipv4 == ipv4) return cached.endpoint;
-  const std::optional<transport::EndpointId> endpoint = wire_->FindEndpoint(wire::Ipv4Address{ipv4});
+  const std::optional<transport::EndpointId> endpoint =
+      wire_->FindEndpoint(wire::Ipv4Address{ipv4});
   // Only hits are kept: an address may gain its endpoint later (endpoints are
   // added before traffic, but a cluster's are added one by one), never lose it.
   if (endpoint) cached = CachedEndpoint{ipv4, *endpoint, true};
@@ -397,7 +398,8 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
     for (const std::vector<wire::Ipv4Address>& rack : group->second) {
       for (const wire::Ipv4Address& ip : rack) {
         if (Lose() || Filtered(ip, bytes)) continue;
-        if (std::optional<transport::EndpointId> e = EndpointFor(ip.value)) endpoints_.push_back(*e);
+        if (std::optional<transport::EndpointId> e = EndpointFor(ip.value))
+          endpoints_.push_back(*e);
       }
     }
     return WireDecision{WireAction::kSendTo, endpoints_};

@@ -47,8 +47,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "atp/transport/frame_pool.h"
 #include "atp/time.h"
+#include "atp/transport/frame_pool.h"
 #include "atp/transport/loopback.h"
 #include "atp/wire.h"
 #include "switch_emulator/host/switch_host.h"
@@ -181,7 +181,8 @@ class SwitchFabric final : public transport::FrameProcessor {
     bool valid = false;
   };
   static constexpr int kEndpointCacheBits = 6;
-  mutable std::array<CachedEndpoint, size_t{1} << kEndpointCacheBits> endpoint_cache_{};  // under mu_
+  mutable std::array<CachedEndpoint, size_t{1} << kEndpointCacheBits>
+      endpoint_cache_{};  // under mu_
 };
 
 }  // namespace atp::testbed

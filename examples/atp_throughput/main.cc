@@ -117,8 +117,8 @@ int Cores() { return std::max(1, static_cast<int>(std::thread::hardware_concurre
 // "The switches on a thread of their own"); else `flag` (0 or 1).
 bool FabricThreadFromFlag(int flag) {
   if (flag != -1 && flag != 0 && flag != 1) {
-    tool::ExitIfBad(kProgram, tool::FlagError("fabric_thread", absl::StrCat(
-                                                  flag, " is not -1 (auto), 0 or 1")));
+    tool::ExitIfBad(kProgram, tool::FlagError("fabric_thread",
+                                              absl::StrCat(flag, " is not -1 (auto), 0 or 1")));
   }
   if (flag != -1) return flag == 1;
   return ClusterTransportFlag() == "loopback" && Cores() >= 2;
@@ -398,8 +398,9 @@ int RunWorker() {
   // A worker's job shape comes from the endpoint flags (--racks,
   // --workers_per_rack); its window and slots from the window flags, which
   // the PS (atp-ps) must share (examples/common/window_flags.h).
-  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss", "cluster_threads", "fabric_thread"},
-                                              "only with --role=cluster"));
+  tool::ExitIfBad(kProgram, tool::RefuseGiven(
+                                {"workers", "switches", "loss", "cluster_threads", "fabric_thread"},
+                                "only with --role=cluster"));
   CheckSizeFlags(3);  // input, output, expected sum
   if (!(deadline_s > 0)) return bad("--deadline_s: must be > 0");
   if (absl::GetFlag(FLAGS_rank) < 0) return bad("--rank: required with --role=worker (0, 1, ...)");

@@ -84,7 +84,7 @@ absl::StatusOr<ValueKernels> SelectValueKernels(ValueKernel requested) {
     // The best the CPU has, as ATP_MAX_CPU_ISA allows.
     requested = MaxCpuIsa() >= CpuIsa::kAvx512 ? ValueKernel::kAvx512
                 : MaxCpuIsa() >= CpuIsa::kAvx2 ? ValueKernel::kAvx2
-                                                : ValueKernel::kScalar;
+                                               : ValueKernel::kScalar;
   }
   switch (requested) {
     case ValueKernel::kScalar:

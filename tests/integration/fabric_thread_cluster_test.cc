@@ -54,8 +54,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FabricThreadClusterTest,
                          ::testing::Values(Shape{1, 1, 2}, Shape{1, 2, 2}, Shape{0, 1, 3},
                                            Shape{0, 2, 2}),
                          [](const ::testing::TestParamInfo<Shape>& param) {
-                           return "Shared" + std::to_string(param.param.shared_threads) +
-                                  "Racks" + std::to_string(param.param.racks) + "Workers" +
+                           return "Shared" + std::to_string(param.param.shared_threads) + "Racks" +
+                                  std::to_string(param.param.racks) + "Workers" +
                                   std::to_string(param.param.racks * param.param.workers_per_rack);
                          });
 

@@ -1,4 +1,6 @@
 // The loopback wire: routing, the processor in the middle, threads.
+#include "atp/transport/loopback.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -6,7 +8,6 @@
 #include <thread>
 #include <vector>
 
-#include "atp/transport/loopback.h"
 #include "gtest/gtest.h"
 #include "lib/wire/frame_view.h"
 #include "tests/transport/loopback_test_util.h"

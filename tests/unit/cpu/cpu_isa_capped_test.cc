@@ -35,7 +35,8 @@ TEST(CpuIsaCapped, TheDispatchersGiveTheScalarResults) {
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i) * 0.37f - 150.0f;
   std::vector<uint8_t> wire(4 * in.size());
   std::vector<uint8_t> wire_scalar(4 * in.size());
-  EXPECT_EQ(QuantizeToWire(in, kDefaultScale, wire), QuantizeToWireScalar(in, kDefaultScale, wire_scalar));
+  EXPECT_EQ(QuantizeToWire(in, kDefaultScale, wire),
+            QuantizeToWireScalar(in, kDefaultScale, wire_scalar));
   EXPECT_EQ(wire, wire_scalar);
   std::vector<float> out(in.size());
   std::vector<float> out_scalar(in.size());
