@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
+
 namespace atp {
 namespace {
 
@@ -65,9 +67,9 @@ CpuIsa CapCpuIsa(CpuIsa cpu, const char* cap, std::string* error) {
   if (cap == nullptr) return cpu;
   const std::optional<CpuIsa> parsed = ParseCpuIsa(cap);
   if (!parsed) {
-    *error = std::string(kCapVariable) + "=" + cap +
-             ": not scalar, avx2 or avx512; ignored (kernels use " + std::string(CpuIsaName(cpu)) +
-             ")";
+    *error = absl::StrCat(kCapVariable, "=", cap,
+                          ": not scalar, avx2 or avx512; ignored (kernels use ", std::string(CpuIsaName(cpu)),
+                          ")");
     return cpu;
   }
   return std::min(cpu, *parsed);
