@@ -23,7 +23,7 @@
 // switch is a SwitchHost whose ports are fabric ports: one per worker of its
 // rack, one per link to another switch, one toward the parameter servers
 // (the wire routes from there). A frame entering the wire is delivered to
-// its first switch's port and the switches are polled (PollPort) until every
+// its first switch's port and the switches are polled (PollQueue, queue 0) until every
 // copy has left the fabric; routing, multicast, ECN marking and drops are the
 // host's. Every hop of every copy can lose the frame (loss_rate,
 // deterministic seed). The ECN depth of a port is the receive backlog of the
