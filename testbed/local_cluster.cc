@@ -47,6 +47,9 @@ absl::StatusOr<std::unique_ptr<transport::Device>> LocalCluster::OpenDevice(
     t.loopback.device.num_queues = queues;
     t.loopback.device.base_port = base_port;
     t.loopback.device.rx_ring_frames = options.ring_frames;
+    // The worker and PS loops release each burst as a whole, in order, right
+    // after handling it: they read their frames in the receive ring itself.
+    t.loopback.zero_copy_rx = true;
   } else {
     t.kernel_udp.address = address;
     t.kernel_udp.bind = {*wire::Ipv4Address::Parse("127.0.0.1"), 0};

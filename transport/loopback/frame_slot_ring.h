@@ -74,6 +74,20 @@ class FrameSlotRing {
     return slot.bytes;
   }
 
+  // FrontAt: consumer thread only. The frame `k` places behind the oldest
+  // (FrontAt(0) is FrontMutable()), or null when fewer than k + 1 frames
+  // wait. For a consumer that lends frames out in place and pops them when
+  // they come back (a zero-copy receive).
+  uint8_t* FrontAt(uint64_t k) {
+    const uint64_t position = head_ + k;
+    Slot& slot = slots_[position & mask_];
+    if (slot.turn.load(std::memory_order_acquire) != position + 1) return nullptr;
+    return slot.bytes;
+  }
+
+  // head: consumer thread only. The position of the oldest frame.
+  uint64_t head() const { return head_; }
+
   // Pop: consumer thread only, after a non-null Front.
   void Pop() {
     Slot& slot = slots_[head_ & mask_];

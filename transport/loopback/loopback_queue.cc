@@ -2,6 +2,7 @@
 #include "transport/loopback/loopback_queue.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -21,32 +22,53 @@ absl::StatusOr<std::unique_ptr<HeapFramePool>> MakePool(uint32_t frames, uint32_
 
 }  // namespace
 
+class LoopbackQueue::SlotLender final : public FramePool {
+ public:
+  explicit SlotLender(LoopbackQueue* queue) : queue_(queue) {}
+
+  size_t AllocBurst(std::span<FrameRef>) override { return 0; }  // lends, never allocates
+  void FreeBurst(std::span<const FrameRef> frames) override { queue_->ReturnSlots(frames); }
+  size_t free_count() const override { return capacity() - queue_->lent_; }
+  size_t capacity() const override { return queue_->rx_ring_.capacity(); }
+  size_t frame_capacity() const override { return kFrameBytes; }
+  size_t headroom() const override { return 0; }
+
+ private:
+  LoopbackQueue* const queue_;
+};
+
 absl::StatusOr<std::unique_ptr<LoopbackQueue>> LoopbackQueue::Create(
-    LoopbackWireImpl* wire, EndpointId id, uint32_t index, const DeviceOptions& options) {
+    LoopbackWireImpl* wire, EndpointId id, uint32_t index, const LoopbackEndpointOptions& options) {
   absl::StatusOr<std::unique_ptr<HeapFramePool>> rx_pool =
-      MakePool(options.rx_pool_frames, options.headroom);
+      MakePool(options.device.rx_pool_frames, options.device.headroom);
   if (!rx_pool.ok()) return rx_pool.status();
   absl::StatusOr<std::unique_ptr<HeapFramePool>> tx_pool =
-      MakePool(options.tx_pool_frames, options.headroom);
+      MakePool(options.device.tx_pool_frames, options.device.headroom);
   if (!tx_pool.ok()) return tx_pool.status();
   return std::unique_ptr<LoopbackQueue>(
       new LoopbackQueue(wire, id, index, options, *std::move(rx_pool), *std::move(tx_pool)));
 }
 
 LoopbackQueue::LoopbackQueue(LoopbackWireImpl* wire, EndpointId id, uint32_t index,
-                             const DeviceOptions& options, std::unique_ptr<HeapFramePool> rx_pool,
+                             const LoopbackEndpointOptions& endpoint,
+                             std::unique_ptr<HeapFramePool> rx_pool,
                              std::unique_ptr<HeapFramePool> tx_pool)
     : wire_(wire),
       id_(id),
       index_(index),
-      base_port_(options.base_port),
+      base_port_(endpoint.device.base_port),
       rx_ring_(wire->ring(id, index)),
       signal_(wire->signal(id, index)),
       ingress_(wire->stepped() ? &wire->ingress(id, index) : nullptr),
       rx_pool_(std::move(rx_pool)),
       tx_pool_(std::move(tx_pool)),
-      tx_ring_(options.tx_ring_frames),
-      scratch_(options.tx_ring_frames) {
+      tx_ring_(endpoint.device.tx_ring_frames),
+      scratch_(endpoint.device.tx_ring_frames) {
+  const DeviceOptions& options = endpoint.device;
+  if (endpoint.zero_copy_rx) {
+    lender_ = std::make_unique<SlotLender>(this);
+    returned_.assign(rx_ring_.capacity(), 0);
+  }
   capabilities_.max_burst = options.max_burst;
   capabilities_.mtu = kFrameBytes;
   capabilities_.headroom = options.headroom;
@@ -78,6 +100,7 @@ void LoopbackQueue::PushTx(const FrameRef& frame, const RoutableFrame& route) {
 }
 
 size_t LoopbackQueue::RxBurst(std::span<FrameRef> frames) {
+  if (lender_ != nullptr) return RxBurstInPlace(frames);
   size_t n = 0;
   bool looked_again = false;
   while (n < frames.size()) {
@@ -97,6 +120,41 @@ size_t LoopbackQueue::RxBurst(std::span<FrameRef> frames) {
   }
   stats_.rx_frames += n;
   return n;
+}
+
+size_t LoopbackQueue::RxBurstInPlace(std::span<FrameRef> frames) {
+  size_t n = 0;
+  bool looked_again = false;
+  while (n < frames.size()) {
+    uint8_t* slot = rx_ring_.FrontAt(lent_);
+    if (slot == nullptr) {
+      // As RxBurst: lower the wait_fd, then look once more.
+      if (looked_again || !signal_.LowerIfRaised()) break;
+      looked_again = true;
+      continue;
+    }
+    frames[n] = FrameRef{slot, lender_.get(), rx_ring_.head() + lent_,
+                         static_cast<uint32_t>(kFrameBytes)};
+    ++lent_;
+    ++n;
+  }
+  stats_.rx_frames += n;
+  return n;
+}
+
+void LoopbackQueue::ReturnSlots(std::span<const FrameRef> frames) {
+  const uint64_t mask = rx_ring_.capacity() - 1;
+  for (const FrameRef& frame : frames) {
+    assert(frame.handle >= rx_ring_.head() && frame.handle < rx_ring_.head() + lent_ &&
+           "a frame this queue did not lend, or lent and returned already");
+    returned_[frame.handle & mask] = 1;
+  }
+  // Usually the frames come back in the order lent: each pops at once.
+  while (lent_ > 0 && returned_[rx_ring_.head() & mask] != 0) {
+    returned_[rx_ring_.head() & mask] = 0;
+    rx_ring_.Pop();
+    --lent_;
+  }
 }
 
 size_t LoopbackQueue::TxBurst(std::span<const FrameRef> frames) {

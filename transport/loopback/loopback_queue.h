@@ -20,9 +20,9 @@ class LoopbackQueue final : public Queue {
  public:
   // Create: the queue `index` of endpoint `id`; `wire` outlives it (the
   // device holds it).
-  static absl::StatusOr<std::unique_ptr<LoopbackQueue>> Create(LoopbackWireImpl* wire,
-                                                               EndpointId id, uint32_t index,
-                                                               const DeviceOptions& options);
+  static absl::StatusOr<std::unique_ptr<LoopbackQueue>> Create(
+      LoopbackWireImpl* wire, EndpointId id, uint32_t index,
+      const LoopbackEndpointOptions& options);
   ~LoopbackQueue() override;
 
   uint32_t index() const override { return index_; }
@@ -43,10 +43,20 @@ class LoopbackQueue final : public Queue {
     FrameRef frame;
     RoutableFrame route;
   };
+  // SlotLender: the "pool" of the frames a zero_copy_rx queue lends out of
+  // its receive ring; freeing one gives its slot back (ReturnSlots).
+  class SlotLender;
 
   LoopbackQueue(LoopbackWireImpl* wire, EndpointId id, uint32_t index,
-                const DeviceOptions& options, std::unique_ptr<HeapFramePool> rx_pool,
+                const LoopbackEndpointOptions& options, std::unique_ptr<HeapFramePool> rx_pool,
                 std::unique_ptr<HeapFramePool> tx_pool);
+
+  // RxBurstInPlace: RxBurst of a zero_copy_rx queue: the ring's slots after
+  // those already lent, lent in turn.
+  size_t RxBurstInPlace(std::span<FrameRef> frames);
+  // ReturnSlots: lent frames came back (any order); the ring pops every
+  // returned slot at its head.
+  void ReturnSlots(std::span<const FrameRef> frames);
 
   // Drain: moves frames from the transmit ring onto the wire, oldest first,
   // until one does not fit at its receiver (direct mode) or on the ingress
@@ -73,6 +83,11 @@ class LoopbackQueue final : public Queue {
   size_t tx_head_ = 0;
   size_t tx_count_ = 0;
   std::vector<FrameRef> scratch_;  // a contiguous run of the ring, for the processor
+  // zero_copy_rx only: the lender, the slots lent and not yet popped (from
+  // the ring's head), and which of them came back, by ring position & mask.
+  std::unique_ptr<SlotLender> lender_;
+  uint64_t lent_ = 0;
+  std::vector<uint8_t> returned_;
   // One-entry route cache: the last destination address and its endpoint.
   uint32_t cached_ipv4_ = 0;
   std::optional<EndpointId> cached_endpoint_;

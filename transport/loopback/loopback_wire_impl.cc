@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<Device>> LoopbackWireImpl::AddEndpoint(
   std::vector<std::unique_ptr<LoopbackQueue>> queues;
   for (uint32_t q = 0; q < options.device.num_queues; ++q) {
     absl::StatusOr<std::unique_ptr<LoopbackQueue>> queue =
-        LoopbackQueue::Create(this, id, q, options.device);
+        LoopbackQueue::Create(this, id, q, options);
     if (!queue.ok()) {
       endpoints_.back()->open.store(false, std::memory_order_release);
       by_ipv4_.erase(options.address.ipv4.value);

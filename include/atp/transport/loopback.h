@@ -99,6 +99,14 @@ struct LoopbackWireOptions {
 struct LoopbackEndpointOptions {
   DeviceOptions device;
   DeviceAddress address;
+  // zero_copy_rx: RxBurst hands out the receive ring's slots themselves
+  // instead of copies in rx_pool buffers (one 306-byte copy less per frame,
+  // and no pool buffer to touch). The frames then have no headroom
+  // (FramePool::headroom() 0; capabilities().headroom still describes the
+  // pools, and rx_pool stays unused), and each holds its slot until it is
+  // released, in any order: a receiver that holds frames leaves its senders
+  // less room. Release them on the queue's thread, as any frame.
+  bool zero_copy_rx = false;
 
   absl::Status Validate() const { return device.Validate(); }
 };
