@@ -374,7 +374,7 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
                                               const transport::LoopbackWire& wire) {
   using transport::WireAction;
   using transport::WireDecision;
-  std::lock_guard<std::mutex> lock(mu_);
+  // mu_ is held: BeginBurst took it.
   ++counters_.frames;
   if (options_.wipe_every_frames > 0 && counters_.frames % options_.wipe_every_frames == 0) {
     for (Switch& s : switches_) s.host->pipeline().WipeState();

@@ -31,7 +31,8 @@
 // beyond another switch).
 //
 // Thread safety: Process runs under the wire's lock; the fabric also keeps
-// its own lock so stats() and WipeSwitches() may be called from any thread.
+// its own lock, held from BeginBurst to EndBurst, so stats() and
+// WipeSwitches() may be called from any thread.
 #ifndef ATP_TESTBED_SWITCH_FABRIC_H_
 #define ATP_TESTBED_SWITCH_FABRIC_H_
 
@@ -99,9 +100,13 @@ class SwitchFabric final : public transport::FrameProcessor {
   static absl::StatusOr<std::unique_ptr<SwitchFabric>> Create(const SwitchFabricOptions& options);
   ~SwitchFabric() override;
 
+  // Process: between BeginBurst and EndBurst, which hold the fabric's lock
+  // for the whole run of frames.
   transport::WireDecision Process(std::span<uint8_t, transport::kFrameBytes> frame,
                                   transport::EndpointId from, TimePoint now,
                                   const transport::LoopbackWire& wire) override;
+  void BeginBurst() override { mu_.lock(); }
+  void EndBurst() override { mu_.unlock(); }
 
   FabricStats stats() const;
   // WipeSwitches: every switch loses all its aggregators, as after a reboot.

@@ -1,12 +1,16 @@
 // The loopback wire with a stepped processor (LoopbackWireOptions::
-// stepped_processor): senders only queue frames on the wire's ingress rings,
-// StepProcessor runs the processor over them, and nothing is lost when the
-// rings fill.
+// stepped_processor): senders write frames in their ingress ring's slots (the
+// queue's tx_pool) and only hand them over, StepProcessor runs the processor
+// over them, and nothing is lost when the rings fill.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <span>
 #include <thread>
 #include <vector>
 
+#include "atp/transport/frame_pool.h"
 #include "atp/transport/loopback.h"
 #include "gtest/gtest.h"
 #include "lib/wire/frame_view.h"
@@ -51,6 +55,49 @@ std::vector<FrameBytes> Frames(uint32_t from, uint32_t to, uint32_t count, uint3
   return frames;
 }
 
+// Write: `frames` written in the queue's tx_pool buffers, in order; fewer
+// when the pool runs out.
+std::vector<FrameRef> Write(Queue& queue, const std::vector<FrameBytes>& frames) {
+  std::vector<FrameRef> refs(frames.size());
+  refs.resize(queue.tx_pool().AllocBurst(refs));
+  for (size_t i = 0; i < refs.size(); ++i) {
+    std::memcpy(refs[i].data, frames[i].data(), kFrameBytes);
+    refs[i].length = kFrameBytes;
+  }
+  return refs;
+}
+
+// Take: Write, then TxBurst; returns how many TxBurst took.
+size_t Take(Queue& queue, const std::vector<FrameBytes>& frames) {
+  std::vector<FrameRef> refs = Write(queue, frames);
+  const size_t taken = queue.TxBurst(refs);
+  ReleaseFrames(std::span(refs).subspan(taken));
+  return taken;
+}
+
+// SendWaiting: every frame through Take, 32 at a time, polling `drain` (may
+// be null) in between; while the ring has no free slot it waits for another
+// thread's StepProcessor, giving up only after 10 s without progress.
+// Returns how many were taken.
+size_t SendWaiting(Queue& queue, const std::vector<FrameBytes>& frames, Collector* drain) {
+  size_t sent = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  while (sent < frames.size() &&
+         std::chrono::steady_clock::now() - last_progress < std::chrono::seconds(10)) {
+    const size_t end = std::min(frames.size(), sent + 32);
+    const size_t taken = Take(queue, {frames.begin() + static_cast<ptrdiff_t>(sent),
+                                      frames.begin() + static_cast<ptrdiff_t>(end)});
+    sent += taken;
+    if (drain != nullptr) drain->PollOnce();
+    if (taken > 0) {
+      last_progress = std::chrono::steady_clock::now();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  return sent;
+}
+
 TEST(LoopbackSteppedProcessor, FramesWaitForStepProcessorAndItsWaitFdSaysSo) {
   Recorder processor;
   LoopbackWireOptions options{&processor, {}};
@@ -64,19 +111,23 @@ TEST(LoopbackSteppedProcessor, FramesWaitForStepProcessorAndItsWaitFdSaysSo) {
   EXPECT_FALSE(Readable(fd));
   EXPECT_EQ(wire->StepProcessor(100), 0u) << "nothing waits";
 
-  ASSERT_EQ(SendAll(a->queue(0), Frames(1, 2, 5), nullptr), 5u);
-  EXPECT_TRUE(processor.positions.empty()) << "TxBurst only queued them";
+  ASSERT_EQ(Take(a->queue(0), Frames(1, 2, 5)), 5u);
+  EXPECT_TRUE(processor.positions.empty()) << "TxBurst only handed them over";
   EXPECT_TRUE(Readable(fd));
   EXPECT_EQ(wire->RxBacklog(1, 0), 0u);
-  EXPECT_TRUE(PoolsAreFull(*a)) << "the sender's buffers come back at once (copied)";
+  EXPECT_EQ(a->queue(0).Flush(), 5u) << "held in the ingress ring's slots until processed";
+  EXPECT_FALSE(PoolsAreFull(*a));
 
   EXPECT_EQ(wire->StepProcessor(3), 3u) << "the budget holds";
+  EXPECT_EQ(a->queue(0).Flush(), 2u);
   EXPECT_TRUE(Readable(fd)) << "two still wait";
   EXPECT_EQ(wire->StepProcessor(100), 2u);
   EXPECT_EQ(wire->StepProcessor(100), 0u);
   EXPECT_FALSE(Readable(fd)) << "an empty step lowers it";
   EXPECT_EQ(processor.positions, (std::vector<uint32_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(processor.from_, (std::vector<EndpointId>(5, 0)));
+  EXPECT_EQ(a->queue(0).Flush(), 0u);
+  EXPECT_TRUE(PoolsAreFull(*a)) << "every slot came back once processed";
 
   Collector rx(*b);
   ASSERT_TRUE(rx.PollUntil(5));
@@ -85,57 +136,81 @@ TEST(LoopbackSteppedProcessor, FramesWaitForStepProcessorAndItsWaitFdSaysSo) {
   EXPECT_EQ(wire->stats().delivered, 5u);
 }
 
-TEST(LoopbackSteppedProcessor, AFullIngressRingHoldsFramesAtTheSenderAndLosesNone) {
+TEST(LoopbackSteppedProcessor, AFullIngressRingHoldsTheSenderBackAndLosesNothing) {
   Recorder processor;
   LoopbackWireOptions options{&processor, {}};
   options.stepped_processor = true;
   options.ingress_ring_frames = 5;  // rounded up to 8
   auto wire = LoopbackWire::Create(options);
   DeviceOptions device;
-  device.tx_ring_frames = 16;
   device.rx_ring_frames = 64;
   auto a = Add(*wire, 1, device);
   auto b = Add(*wire, 2, device);
   ASSERT_TRUE(a && b);
+  Queue& q = a->queue(0);
+  EXPECT_EQ(q.tx_pool().capacity(), 8u) << "the transmit pool is the ingress ring";
   const std::vector<FrameBytes> frames = Frames(1, 2, 40);
-  // Twice the rings' room (8 on the wire, 16 on the transmit ring), then
-  // back-pressure: TxBurst takes no more until the processor makes room.
-  std::vector<FrameRef> burst(frames.size());
-  const size_t allocated = a->queue(0).tx_pool().AllocBurst(burst);
-  ASSERT_EQ(allocated, frames.size());
-  for (size_t i = 0; i < frames.size(); ++i) {
-    std::memcpy(burst[i].data, frames[i].data(), kFrameBytes);
-    burst[i].length = kFrameBytes;
-  }
-  const size_t taken = a->queue(0).TxBurst(burst);
-  EXPECT_EQ(taken, 8u + 16u);
-  EXPECT_EQ(a->queue(0).Flush(), 16u) << "frames held at the sender, in order";
-  EXPECT_EQ(a->queue(0).stats().tx_backpressure, 1u);
-  ReleaseFrames({burst.data() + taken, burst.size() - taken});
+  // Written in place: 8 slots, then allocation back-pressures.
+  EXPECT_EQ(Take(q, frames), 8u);
+  EXPECT_EQ(q.Flush(), 8u);
+  EXPECT_EQ(q.tx_pool().free_count(), 0u);
+  // Written elsewhere (another pool): copied into a slot, none free now.
+  auto elsewhere = *HeapFramePool::Create({.frames = 4});
+  FrameRef foreign;
+  ASSERT_TRUE(elsewhere->Alloc(&foreign));
+  std::memcpy(foreign.data, frames[8].data(), kFrameBytes);
+  foreign.length = kFrameBytes;
+  EXPECT_EQ(q.TxBurst({&foreign, 1}), 0u) << "no slot to copy it into";
+  EXPECT_EQ(q.stats().tx_backpressure, 1u);
 
-  // The processor frees the ring; each Flush moves more on; then the rest.
-  size_t processed = 0;
-  while (processed < taken) {
-    processed += wire->StepProcessor(1000);
-    a->queue(0).Flush();
-  }
-  EXPECT_EQ(processed, taken);
-  std::vector<FrameBytes> rest(frames.begin() + static_cast<ptrdiff_t>(taken), frames.end());
+  EXPECT_EQ(wire->StepProcessor(3), 3u);
+  EXPECT_EQ(q.Flush(), 5u);
+  ASSERT_EQ(q.TxBurst({&foreign, 1}), 1u) << "a processed slot is free again";
+  EXPECT_EQ(elsewhere->free_count(), 4u) << "the copy's source went back at once";
+  EXPECT_EQ(Take(q, std::vector<FrameBytes>(frames.begin() + 9, frames.begin() + 11)), 2u);
+
+  // The rest with the processor on a thread of its own.
   Collector rx(*b);
-  ASSERT_TRUE(rx.PollUntil(taken));
   std::atomic<bool> done{false};
   std::thread processor_thread([&] {
     while (!done.load()) {
       if (wire->StepProcessor(1000) == 0) std::this_thread::yield();
     }
   });
-  EXPECT_EQ(SendAll(a->queue(0), rest, &rx), rest.size());
+  const std::vector<FrameBytes> rest(frames.begin() + 11, frames.end());
+  EXPECT_EQ(SendWaiting(q, rest, &rx), rest.size());
   ASSERT_TRUE(rx.PollUntil(frames.size()));
   done.store(true);
   processor_thread.join();
   EXPECT_EQ(rx.on_queue(0), frames) << "every frame, in order";
   EXPECT_EQ(wire->stats().egress_drops, 0u);
   EXPECT_TRUE(PoolsAreFull(*a));
+}
+
+TEST(LoopbackSteppedProcessor, FramesReachTheProcessorInTheOrderTheirSlotsWereAllocated) {
+  Recorder processor;
+  LoopbackWireOptions options{&processor, {}};
+  options.stepped_processor = true;
+  auto wire = LoopbackWire::Create(options);
+  auto a = Add(*wire, 1);
+  auto b = Add(*wire, 2);
+  ASSERT_TRUE(a && b);
+  Queue& q = a->queue(0);
+  std::vector<FrameRef> slots = Write(q, Frames(1, 2, 4));
+  ASSERT_EQ(slots.size(), 4u);
+  ASSERT_EQ(q.TxBurst({&slots[2], 1}), 1u);
+  EXPECT_EQ(wire->StepProcessor(100), 0u) << "slot 2 waits behind slots 0 and 1";
+  ASSERT_EQ(q.TxBurst({&slots[0], 1}), 1u);
+  ReleaseFrames({&slots[1], 1});  // never sent: a hole the processor skips
+  EXPECT_EQ(wire->StepProcessor(100), 2u);
+  EXPECT_EQ(processor.positions, (std::vector<uint32_t>{0, 2}));
+  EXPECT_EQ(q.Flush(), 0u) << "slot 3 is still the sender's, not the wire's";
+  ASSERT_EQ(q.TxBurst({&slots[3], 1}), 1u);
+  EXPECT_EQ(wire->StepProcessor(100), 1u);
+  EXPECT_EQ(processor.positions, (std::vector<uint32_t>{0, 2, 3}));
+  EXPECT_TRUE(PoolsAreFull(*a));
+  Collector rx(*b);
+  ASSERT_TRUE(rx.PollUntil(3));
 }
 
 TEST(LoopbackSteppedProcessor, TakesTheSendersInTurn) {
@@ -147,8 +222,8 @@ TEST(LoopbackSteppedProcessor, TakesTheSendersInTurn) {
   auto c = Add(*wire, 3);
   auto b = Add(*wire, 2);
   ASSERT_TRUE(a && b && c);
-  ASSERT_EQ(SendAll(a->queue(0), Frames(1, 2, 100), nullptr), 100u);
-  ASSERT_EQ(SendAll(c->queue(0), Frames(3, 2, 100, 1000), nullptr), 100u);
+  ASSERT_EQ(Take(a->queue(0), Frames(1, 2, 100)), 100u);
+  ASSERT_EQ(Take(c->queue(0), Frames(3, 2, 100, 1000)), 100u);
   // One step of 64: both senders get frames, each in its own order.
   ASSERT_EQ(wire->StepProcessor(64), 64u);
   size_t from_a = 0;
@@ -192,8 +267,10 @@ TEST(LoopbackSteppedProcessor, RunsOnlyOnTheSteppingThread) {
     }
   });
   const std::thread::id stepper_id = stepper.get_id();
-  std::thread send_a([&] { SendAll(a->queue(0), Frames(1, 2, kPerSender), nullptr); });
-  std::thread send_c([&] { SendAll(c->queue(0), Frames(3, 2, kPerSender, 100000), nullptr); });
+  std::thread send_a([&] { EXPECT_EQ(SendWaiting(a->queue(0), Frames(1, 2, kPerSender), nullptr), kPerSender); });
+  std::thread send_c([&] {
+    EXPECT_EQ(SendWaiting(c->queue(0), Frames(3, 2, kPerSender, 100000), nullptr), kPerSender);
+  });
   uint32_t next_a = 0;
   uint32_t next_c = 100000;
   uint32_t received = 0;

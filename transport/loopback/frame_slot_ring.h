@@ -58,6 +58,19 @@ class FrameSlotRing {
     }
   }
 
+  // TryPushExclusive: TryPush for a producer that is the ring's only one for
+  // as long as it pushes (every producer of the ring holds the same lock, as
+  // the wire's processor does): no compare-and-swap on the tail.
+  bool TryPushExclusive(const uint8_t* frame) {
+    const uint64_t pos = tail_.load(std::memory_order_relaxed);
+    Slot& slot = slots_[pos & mask_];
+    if (slot.turn.load(std::memory_order_acquire) != pos) return false;  // full
+    tail_.store(pos + 1, std::memory_order_relaxed);
+    CopyBytes<kFrameBytes>(slot.bytes, frame);
+    slot.turn.store(pos + 1, std::memory_order_release);
+    return true;
+  }
+
   // Front: consumer thread only. The oldest frame, or null when empty. Valid
   // until Pop.
   const uint8_t* Front() const {
@@ -90,11 +103,18 @@ class FrameSlotRing {
 
   // Pop: consumer thread only, after a non-null Front.
   void Pop() {
+    PopQuietly();
+    PublishHead();
+  }
+  // PopQuietly / PublishHead: Pop in two halves, for a consumer that pops a
+  // burst and tells Backlog once: its head's line then moves to the cores
+  // that read Backlog once per burst, not once per frame.
+  void PopQuietly() {
     Slot& slot = slots_[head_ & mask_];
     slot.turn.store(head_ + mask_ + 1, std::memory_order_release);
     ++head_;
-    published_head_.store(head_, std::memory_order_relaxed);
   }
+  void PublishHead() { published_head_.store(head_, std::memory_order_relaxed); }
 
   // Backlog: frames claimed and not yet popped; any thread, a snapshot.
   size_t Backlog() const {

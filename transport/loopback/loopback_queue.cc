@@ -115,9 +115,10 @@ size_t LoopbackQueue::RxBurst(std::span<FrameRef> frames) {
     if (!rx_pool_->Alloc(&frames[n])) break;
     CopyBytes<kFrameBytes>(frames[n].data, slot);
     frames[n].length = kFrameBytes;
-    rx_ring_.Pop();
+    rx_ring_.PopQuietly();
     ++n;
   }
+  if (n > 0) rx_ring_.PublishHead();
   stats_.rx_frames += n;
   return n;
 }
@@ -150,14 +151,18 @@ void LoopbackQueue::ReturnSlots(std::span<const FrameRef> frames) {
     returned_[frame.handle & mask] = 1;
   }
   // Usually the frames come back in the order lent: each pops at once.
+  bool popped = false;
   while (lent_ > 0 && returned_[rx_ring_.head() & mask] != 0) {
     returned_[rx_ring_.head() & mask] = 0;
-    rx_ring_.Pop();
+    rx_ring_.PopQuietly();
     --lent_;
+    popped = true;
   }
+  if (popped) rx_ring_.PublishHead();
 }
 
 size_t LoopbackQueue::TxBurst(std::span<const FrameRef> frames) {
+  if (ingress_ != nullptr) return TxBurstToIngress(frames);
   size_t taken = 0;
   for (; taken < frames.size(); ++taken) {
     if (tx_full()) {
@@ -184,6 +189,7 @@ size_t LoopbackQueue::TxSegmented(const SegmentationJob& job) {
     stats_.tx_bad_frames += job.size();
     return job.size();
   }
+  if (ingress_ != nullptr) return TxSegmentedToIngress(job);
   RoutableFrame route;
   route.dst_ipv4 = LoadBig32(job.header.data() + kIpDstOffset);
   route.queue = uint32_t{LoadBig16(job.header.data() + kUdpDstPortOffset)} - base_port_;
@@ -211,16 +217,63 @@ size_t LoopbackQueue::TxSegmented(const SegmentationJob& job) {
   return n;
 }
 
+size_t LoopbackQueue::TxBurstToIngress(std::span<const FrameRef> frames) {
+  size_t taken = 0;
+  for (; taken < frames.size(); ++taken) {
+    const FrameRef& frame = frames[taken];
+    RoutableFrame route;  // unused: the processor routes; this checks the frame
+    if (!ClassifyFrame(frame.bytes(), base_port_, &route)) {
+      ++stats_.tx_bad_frames;
+      FreeFrame(frame);
+      continue;
+    }
+    if (frame.pool == ingress_) {
+      ingress_->MarkSent(frame);
+    } else {
+      // Written elsewhere: copied into a slot of the ring.
+      FrameRef slot;
+      if (ingress_->AllocBurst({&slot, 1}) == 0) break;  // the processor frees slots
+      CopyBytes<kFrameBytes>(slot.data, frame.data);
+      slot.length = kFrameBytes;
+      ingress_->MarkSent(slot);
+      FreeFrame(frame);
+    }
+    ++stats_.tx_frames;
+  }
+  ingress_->Publish();
+  if (taken < frames.size()) ++stats_.tx_backpressure;
+  return taken;
+}
+
+size_t LoopbackQueue::TxSegmentedToIngress(const SegmentationJob& job) {
+  size_t n = 0;
+  while (n < job.size()) {
+    FrameRef frame;
+    if (ingress_->AllocBurst({&frame, 1}) == 0) break;
+    WriteSegmentFrame(job, n, std::span<uint8_t, kFrameBytes>(frame.data, kFrameBytes));
+    frame.length = kFrameBytes;
+    ingress_->MarkSent(frame);
+    ++n;
+  }
+  ingress_->Publish();
+  stats_.tx_frames += n;
+  if (n > 0) ++stats_.tx_segmentation_jobs;
+  if (n < job.size()) ++stats_.tx_backpressure;
+  return n;
+}
+
 size_t LoopbackQueue::Flush() {
+  if (ingress_ != nullptr) {
+    ingress_->Publish();
+    return ingress_->Unprocessed();
+  }
   Drain();
   return tx_count_;
 }
 
 void LoopbackQueue::Drain() {
   if (tx_count_ == 0) return;
-  if (wire_->stepped()) {
-    DrainToIngress();
-  } else if (wire_->has_processor()) {
+  if (wire_->has_processor()) {
     DrainThroughProcessor();
   } else {
     DrainDirect();
@@ -272,21 +325,6 @@ void LoopbackQueue::DrainThroughProcessor() {
   ReleaseFrames(run);
   tx_head_ = (tx_head_ + n) & mask;
   tx_count_ = 0;
-}
-
-void LoopbackQueue::DrainToIngress() {
-  // Oldest first, until the ring is full: the rest waits here, in order.
-  const size_t mask = tx_ring_.size() - 1;
-  size_t pushed = 0;
-  while (tx_count_ > 0) {
-    const TxEntry& entry = tx_ring_[tx_head_];
-    if (!ingress_->TryPush(entry.frame.data)) break;
-    FreeFrame(entry.frame);
-    tx_head_ = (tx_head_ + 1) & mask;
-    --tx_count_;
-    ++pushed;
-  }
-  if (pushed > 0) wire_->RaiseProcessor();
 }
 
 QueueStats LoopbackQueue::stats() const {

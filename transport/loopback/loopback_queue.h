@@ -32,7 +32,11 @@ class LoopbackQueue final : public Queue {
   size_t TxSegmented(const SegmentationJob& job) override;
   size_t Flush() override;
   FramePool& rx_pool() override { return *rx_pool_; }
-  FramePool& tx_pool() override { return *tx_pool_; }
+  // With a stepped processor the transmit pool is the wire's ingress ring
+  // (frames written there go to the processor without a copy).
+  FramePool& tx_pool() override {
+    return ingress_ != nullptr ? static_cast<FramePool&>(*ingress_) : *tx_pool_;
+  }
   QueueStats stats() const override;
   // wait_fd: an eventfd, readable while frames may be waiting (rx_signal.h).
   int wait_fd() const override { return signal_.fd(); }
@@ -59,12 +63,15 @@ class LoopbackQueue final : public Queue {
   void ReturnSlots(std::span<const FrameRef> frames);
 
   // Drain: moves frames from the transmit ring onto the wire, oldest first,
-  // until one does not fit at its receiver (direct mode) or on the ingress
-  // ring (stepped processor), or all are gone.
+  // until one does not fit at its receiver (direct mode), or all are gone.
   void Drain();
   void DrainDirect();
   void DrainThroughProcessor();
-  void DrainToIngress();
+  // Stepped processor: the transmit ring is not used. TxBurst marks frames
+  // written in the ingress ring's slots sent (and copies any other frame into
+  // a slot), then publishes them to the processor.
+  size_t TxBurstToIngress(std::span<const FrameRef> frames);
+  size_t TxSegmentedToIngress(const SegmentationJob& job);
   bool tx_full() const { return tx_count_ == tx_ring_.size(); }
   void PushTx(const FrameRef& frame, const RoutableFrame& route);
   void FreeFrame(const FrameRef& frame);
@@ -76,7 +83,7 @@ class LoopbackQueue final : public Queue {
   QueueCapabilities capabilities_;
   FrameSlotRing& rx_ring_;
   RxSignal& signal_;
-  FrameSlotRing* const ingress_;  // stepped processor only: this queue's ingress ring
+  IngressSlotRing* const ingress_;  // stepped processor only: this queue's ingress ring
   std::unique_ptr<HeapFramePool> rx_pool_;
   std::unique_ptr<HeapFramePool> tx_pool_;
   std::vector<TxEntry> tx_ring_;  // power-of-two size

@@ -17,6 +17,7 @@
 #include "atp/transport/loopback.h"
 #include "transport/common/frame_layout.h"
 #include "transport/loopback/frame_slot_ring.h"
+#include "transport/loopback/ingress_slot_ring.h"
 #include "transport/loopback/rx_signal.h"
 
 namespace atp::transport::internal {
@@ -58,13 +59,12 @@ class LoopbackWireImpl final : public LoopbackWire,
   // frame is consumed (the caller frees them all afterwards).
   void ProcessAndDeliver(EndpointId from, std::span<const FrameRef> frames);
 
-  // ingress / RaiseProcessor: stepped mode. A queue's ingress ring (its
-  // sender pushes, StepProcessor pops), and the signal a sender raises once
-  // it has pushed a run of frames there.
-  FrameSlotRing& ingress(EndpointId endpoint, uint32_t queue) {
+  // ingress: stepped mode. A queue's ingress ring: its sender writes frames
+  // in the slots and publishes them (raising the processor's signal),
+  // StepProcessor pops them.
+  IngressSlotRing& ingress(EndpointId endpoint, uint32_t queue) {
     return *endpoints_[endpoint]->ingress[queue];
   }
-  void RaiseProcessor() { processor_signal_.Raise(); }
 
   // Close: the endpoint's device is gone; frames for it are unroutable.
   void Close(EndpointId endpoint);
@@ -88,7 +88,7 @@ class LoopbackWireImpl final : public LoopbackWire,
     std::vector<std::unique_ptr<FrameSlotRing>> rings;  // one per queue
     std::vector<std::unique_ptr<RxSignal>> signals;     // one per queue: its wait_fd
     std::unique_ptr<std::atomic<uint64_t>[]> ring_drops;  // processor-mode drops per queue
-    std::vector<std::unique_ptr<FrameSlotRing>> ingress;  // stepped mode: one per queue
+    std::vector<std::unique_ptr<IngressSlotRing>> ingress;  // stepped mode: one per queue
     std::atomic<bool> open{true};
   };
 
@@ -108,7 +108,7 @@ class LoopbackWireImpl final : public LoopbackWire,
   const uint32_t ingress_ring_frames_;  // a power of two
   RxSignal processor_signal_;           // stepped mode: frames on an ingress ring
   struct IngressRing {
-    FrameSlotRing* ring;  // owned by the endpoint
+    IngressSlotRing* ring;  // owned by the endpoint
     EndpointId from;
   };
   std::vector<IngressRing> ingress_rings_;  // under mu_: every queue's, in the order added

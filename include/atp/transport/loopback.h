@@ -73,6 +73,14 @@ class FrameProcessor {
   // the wire back except its const queries (RxBacklog, FindEndpoint).
   virtual WireDecision Process(std::span<uint8_t, kFrameBytes> frame, EndpointId from,
                                TimePoint now, const LoopbackWire& wire) = 0;
+
+  // BeginBurst / EndBurst: the wire calls them (under its lock) around every
+  // run of Process calls: the frames of one TxBurst, or of one StepProcessor.
+  // For a processor with a lock of its own: taken once per run, not once per
+  // frame (a locked instruction waits for every store before it, here the
+  // copies just delivered onto other cores' rings).
+  virtual void BeginBurst() {}
+  virtual void EndBurst() {}
 };
 
 // LoopbackWireOptions: the wire itself.
@@ -83,13 +91,17 @@ struct LoopbackWireOptions {
   // pass a fake one.
   std::function<TimePoint()> clock;
   // stepped_processor: false (the default): TxBurst runs the processor over
-  // the frames it takes, on the sending thread. true: TxBurst copies them onto
-  // the wire's ingress ring of the sending queue (at least
-  // ingress_ring_frames slots: rounded up to a power of two; a full ring
-  // leaves frames on the sender's transmit ring, nothing is lost) and
-  // StepProcessor runs the processor over them later, so the processor's
-  // work leaves the endpoints' threads. No effect on a wire without a
-  // processor (it delivers directly).
+  // the frames it takes, on the sending thread. true: each queue's frames go
+  // to the processor through an ingress ring of ingress_ring_frames slots
+  // (rounded up to a power of two), which is also the queue's tx_pool(): a
+  // frame written in a buffer from there is handed over in place, any other
+  // is copied into a slot. TxBurst only publishes them, and StepProcessor
+  // runs the processor over them later, so the processor's work leaves the
+  // endpoints' threads. Frames from tx_pool() reach the processor in the
+  // order their buffers were allocated; a slot comes back to the pool once
+  // the processor is done with it (Flush counts the others as held), and a
+  // ring full of them back-pressures AllocBurst and TxBurst, nothing is lost.
+  // No effect on a wire without a processor (it delivers directly).
   bool stepped_processor = false;
   uint32_t ingress_ring_frames = 1024;
 };
