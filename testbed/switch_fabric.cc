@@ -291,11 +291,11 @@ size_t SwitchFabric::Depth(const Port& port, uint32_t queue) const {
   // entering frame's destination (the queue it is bound for beyond).
   const uint32_t toward =
       port.kind == Port::Kind::kEndpoint ? port.endpoint.value : LoadBig32(current_ + kDstIpOffset);
-  const std::optional<transport::EndpointId> endpoint = EndpointFor(toward);
-  return endpoint ? wire_->RxBacklog(*endpoint, queue) : 0;
+  const transport::EndpointId endpoint = EndpointFor(toward);
+  return endpoint != kNoEndpoint ? wire_->RxBacklog(endpoint, queue) : 0;
 }
 
-std::optional<transport::EndpointId> SwitchFabric::EndpointFor(uint32_t ipv4) const {
+transport::EndpointId SwitchFabric::EndpointFor(uint32_t ipv4) const {
   // Fibonacci hashing into the direct-mapped cache.
   CachedEndpoint& cached = endpoint_cache_[(ipv4 * 0x9E3779B9u) >> (32 - kEndpointCacheBits)];
   if (cached.valid && cached.ipv4 == ipv4) return cached.endpoint;
@@ -303,8 +303,9 @@ std::optional<transport::EndpointId> SwitchFabric::EndpointFor(uint32_t ipv4) co
       wire_->FindEndpoint(wire::Ipv4Address{ipv4});
   // Only hits are kept: an address may gain its endpoint later (endpoints are
   // added before traffic, but a cluster's are added one by one), never lose it.
-  if (endpoint) cached = CachedEndpoint{ipv4, *endpoint, true};
-  return endpoint;
+  if (!endpoint) return kNoEndpoint;
+  cached = CachedEndpoint{ipv4, *endpoint, true};
+  return *endpoint;
 }
 
 void SwitchFabric::Emit(std::span<uint8_t, kFrameBytes> frame, const FrameRef& out) {
@@ -326,8 +327,8 @@ void SwitchFabric::Sent(const Port& port, const FrameRef& frame) {
       return;
     case Port::Kind::kEndpoint:
       if (Filtered(port.endpoint, frame.data)) break;
-      if (std::optional<transport::EndpointId> e = EndpointFor(port.endpoint.value)) {
-        endpoints_.push_back(*e);
+      if (const transport::EndpointId e = EndpointFor(port.endpoint.value); e != kNoEndpoint) {
+        endpoints_.push_back(e);
         output_.push_back(frame);
         return;
       }
@@ -350,8 +351,8 @@ transport::WireDecision SwitchFabric::Run(std::span<uint8_t, kFrameBytes> frame,
   emitted_ = false;
   switches_[sw].ports[port]->inbox.push_back(
       FrameRef{frame.data(), borrowed_.get(), 0, static_cast<uint32_t>(kFrameBytes)});
-  pending_.push_back(Arrival{sw, port});
-  // Breadth first: each poll may put frames in other switches' inboxes.
+  switches_[sw].host->PollQueue(port, 0, now);  // fabric ports receive on queue 0
+  // Then breadth first: each poll may put frames in other switches' inboxes.
   for (size_t i = 0; i < pending_.size(); ++i) {
     const Arrival a = pending_[i];
     switches_[a.sw].host->PollQueue(a.port, 0, now);  // fabric ports receive on queue 0
@@ -398,8 +399,9 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
     for (const std::vector<wire::Ipv4Address>& rack : group->second) {
       for (const wire::Ipv4Address& ip : rack) {
         if (Lose() || Filtered(ip, bytes)) continue;
-        if (std::optional<transport::EndpointId> e = EndpointFor(ip.value))
-          endpoints_.push_back(*e);
+        if (const transport::EndpointId e = EndpointFor(ip.value); e != kNoEndpoint) {
+          endpoints_.push_back(e);
+        }
       }
     }
     return WireDecision{WireAction::kSendTo, endpoints_};

@@ -152,7 +152,11 @@ class SwitchFabric final : public transport::FrameProcessor {
   // EndpointFor: the wire's endpoint owning `ipv4` (host order), through
   // endpoint_cache_: the wire's lookup is a hash probe behind a virtual call,
   // and every copy of every frame needs one or two.
-  std::optional<transport::EndpointId> EndpointFor(uint32_t ipv4) const;
+  // kNoEndpoint when there is none (not std::optional: GCC 12 builds one on
+  // the stack as two stores and reloads it as one load, a store-forwarding
+  // stall on every copy of every frame).
+  static constexpr transport::EndpointId kNoEndpoint = ~transport::EndpointId{0};
+  transport::EndpointId EndpointFor(uint32_t ipv4) const;
   transport::WireDecision Run(std::span<uint8_t, transport::kFrameBytes> frame,
                               uint32_t sw, uint32_t port, TimePoint now);
   void Emit(std::span<uint8_t, transport::kFrameBytes> frame, const transport::FrameRef& out);

@@ -23,6 +23,10 @@ absl::Status RouteTable::Add(wire::Ipv4Address prefix, uint32_t length, uint32_t
     return absl::InvalidArgumentError(
         absl::StrCat("route ", prefix.ToString(), "/", length, " has bits beyond its length"));
   }
+  if (port == kNoPort) {
+    return absl::InvalidArgumentError(absl::StrCat("route ", prefix.ToString(), "/", length,
+                                                   ": port ", port, " is not a port index"));
+  }
   auto [it, inserted] = by_length_[length].emplace(prefix.value, port);
   if (!inserted) {
     return absl::AlreadyExistsError(
@@ -38,7 +42,7 @@ absl::Status RouteTable::Add(wire::Ipv4Address prefix, uint32_t length, uint32_t
 }
 
 absl::Status RouteTable::Set(wire::Ipv4Address prefix, uint32_t length, uint32_t port) {
-  if (length <= 32) {
+  if (length <= 32 && port != kNoPort) {
     if (auto it = by_length_[length].find(prefix.value); it != by_length_[length].end()) {
       it->second = port;
       port_limit_ = std::max(port_limit_, port + 1);
@@ -48,12 +52,12 @@ absl::Status RouteTable::Set(wire::Ipv4Address prefix, uint32_t length, uint32_t
   return Add(prefix, length, port);
 }
 
-std::optional<uint32_t> RouteTable::Lookup(uint32_t ipv4) const {
+uint32_t RouteTable::LookupPort(uint32_t ipv4) const {
   for (uint32_t length : lengths_) {
     const absl::flat_hash_map<uint32_t, uint32_t>& table = by_length_[length];
     if (auto it = table.find(ipv4 & MaskOf(length)); it != table.end()) return it->second;
   }
-  return std::nullopt;
+  return kNoPort;
 }
 
 absl::Status MulticastTable::Add(wire::Ipv4Address group, std::vector<uint32_t> ports) {

@@ -36,9 +36,21 @@ class RouteTable {
   // Set: as Add, but a route already there for the prefix now goes to `port`.
   absl::Status Set(wire::Ipv4Address prefix, uint32_t length, uint32_t port);
 
+  // kNoPort: LookupPort's answer when no prefix holds the address; never a
+  // route's port (Add refuses it).
+  static constexpr uint32_t kNoPort = ~uint32_t{0};
+
   // Lookup: the port of the longest prefix holding `ipv4` (host order), or
   // nullopt when none does. At most one hash probe per prefix length in use.
-  std::optional<uint32_t> Lookup(uint32_t ipv4) const;
+  std::optional<uint32_t> Lookup(uint32_t ipv4) const {
+    const uint32_t port = LookupPort(ipv4);
+    if (port == kNoPort) return std::nullopt;
+    return port;
+  }
+  // LookupPort: Lookup for the datapath, kNoPort for none. GCC 12 returns an
+  // std::optional<uint32_t> built on the stack as two stores and reloads it
+  // as one 8-byte load, which stalls store forwarding on every lookup.
+  uint32_t LookupPort(uint32_t ipv4) const;
 
   size_t size() const { return size_; }
   // port_limit: one more than the largest port index in the table (0 if empty).

@@ -228,7 +228,7 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
         } else if (route.looked_up && route.dst == dst) {  // the lookup DepthFor made
           Unicast(in_port, frame, frame_queue, route.port);
         } else {
-          Unicast(in_port, frame, frame_queue, options_.routes.Lookup(dst));
+          Unicast(in_port, frame, frame_queue, options_.routes.LookupPort(dst));
         }
         break;
       }
@@ -253,10 +253,10 @@ uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, uint32_t 
     }
     return depth;
   }
-  const std::optional<uint32_t> port = options_.routes.Lookup(dst);
+  const uint32_t port = options_.routes.LookupPort(dst);
   *route = UnicastRoute{true, dst, port};
-  if (!port || *port == in_port || *port >= ports_.size()) return 0;
-  return EgressDepth(*port, EgressQueue(frame_queue, *port));
+  if (port == RouteTable::kNoPort || port == in_port || port >= ports_.size()) return 0;
+  return EgressDepth(port, EgressQueue(frame_queue, port));
 }
 
 uint32_t SwitchHost::FrameQueue(const FrameRef& frame) const {
@@ -280,23 +280,18 @@ void SwitchHost::MarkForwarded(const FrameRef& frame, uint32_t depth) {
 }
 
 void SwitchHost::Unicast(uint32_t in_port, const FrameRef& frame, uint32_t frame_queue,
-                         std::optional<uint32_t> port) {
-  if (!port) {
+                         uint32_t port) {
+  if (port == RouteTable::kNoPort || port >= ports_.size()) {
     ++routing_.unroutable;
     Release(frame);
     return;
   }
-  if (*port >= ports_.size()) {
-    ++routing_.unroutable;
-    Release(frame);
-    return;
-  }
-  if (*port == in_port) {
+  if (port == in_port) {
     ++routing_.hairpin;
     Release(frame);
     return;
   }
-  Stage(*port, EgressQueue(frame_queue, *port), frame);
+  Stage(port, EgressQueue(frame_queue, port), frame);
 }
 
 void SwitchHost::Multicast(uint32_t in_port, const FrameRef& frame, uint32_t frame_queue,

@@ -168,7 +168,7 @@ class SwitchHost {
   struct UnicastRoute {
     bool looked_up = false;
     uint32_t dst = 0;
-    std::optional<uint32_t> port;
+    uint32_t port = RouteTable::kNoPort;
   };
   // DepthFor: the ECN depth toward where `frame` will go.
   uint32_t DepthFor(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
@@ -176,7 +176,7 @@ class SwitchHost {
   uint32_t EgressDepth(uint32_t port, uint32_t queue);
   void MarkForwarded(const transport::FrameRef& frame, uint32_t depth);
   void Unicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
-               std::optional<uint32_t> port);
+               uint32_t port);  // RouteTable::kNoPort: no route
   void Multicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
                  uint32_t group);
   // FrameQueue: the queue a frame names (its UDP destination port less the
