@@ -23,12 +23,13 @@ namespace {
 using testing::Add;
 using testing::Collector;
 using testing::FrameBytes;
-using testing::FrameSpec;
-using testing::MakeFrame;
+using testing::Frames;
 using testing::Node;
 using testing::PoolsAreFull;
 using testing::Readable;
 using testing::SendAll;
+using testing::Take;
+using testing::Write;
 
 // Recorder: routes every frame and remembers the thread, sender and position
 // of each, in the order it saw them.
@@ -47,32 +48,13 @@ class Recorder final : public FrameProcessor {
   std::vector<uint32_t> positions;
 };
 
-std::vector<FrameBytes> Frames(uint32_t from, uint32_t to, uint32_t count, uint32_t first = 0) {
-  std::vector<FrameBytes> frames;
-  for (uint32_t p = first; p < first + count; ++p) {
-    frames.push_back(MakeFrame(Node(from), Node(to), FrameSpec{wire::MakeSeq(0, p), p}));
-  }
-  return frames;
-}
-
-// Write: `frames` written in the queue's tx_pool buffers, in order; fewer
-// when the pool runs out.
-std::vector<FrameRef> Write(Queue& queue, const std::vector<FrameBytes>& frames) {
-  std::vector<FrameRef> refs(frames.size());
-  refs.resize(queue.tx_pool().AllocBurst(refs));
-  for (size_t i = 0; i < refs.size(); ++i) {
-    std::memcpy(refs[i].data, frames[i].data(), kFrameBytes);
-    refs[i].length = kFrameBytes;
-  }
-  return refs;
-}
-
-// Take: Write, then TxBurst; returns how many TxBurst took.
-size_t Take(Queue& queue, const std::vector<FrameBytes>& frames) {
-  std::vector<FrameRef> refs = Write(queue, frames);
-  const size_t taken = queue.TxBurst(refs);
-  ReleaseFrames(std::span(refs).subspan(taken));
-  return taken;
+// SteppedWire: a wire whose processor runs only in StepProcessor.
+std::shared_ptr<LoopbackWire> SteppedWire(Recorder& processor,
+                                          uint32_t ingress_ring_frames = 1024) {
+  LoopbackWireOptions options{&processor, {}};
+  options.stepped_processor = true;
+  options.ingress_ring_frames = ingress_ring_frames;
+  return LoopbackWire::Create(options);
 }
 
 // SendWaiting: every frame through Take, 32 at a time, polling `drain` (may
@@ -100,9 +82,7 @@ size_t SendWaiting(Queue& queue, const std::vector<FrameBytes>& frames, Collecto
 
 TEST(LoopbackSteppedProcessor, FramesWaitForStepProcessorAndItsWaitFdSaysSo) {
   Recorder processor;
-  LoopbackWireOptions options{&processor, {}};
-  options.stepped_processor = true;
-  auto wire = LoopbackWire::Create(options);
+  auto wire = SteppedWire(processor);
   auto a = Add(*wire, 1);
   auto b = Add(*wire, 2);
   ASSERT_TRUE(a && b);
@@ -138,10 +118,7 @@ TEST(LoopbackSteppedProcessor, FramesWaitForStepProcessorAndItsWaitFdSaysSo) {
 
 TEST(LoopbackSteppedProcessor, AFullIngressRingHoldsTheSenderBackAndLosesNothing) {
   Recorder processor;
-  LoopbackWireOptions options{&processor, {}};
-  options.stepped_processor = true;
-  options.ingress_ring_frames = 5;  // rounded up to 8
-  auto wire = LoopbackWire::Create(options);
+  auto wire = SteppedWire(processor, 5);  // rounded up to 8
   DeviceOptions device;
   device.rx_ring_frames = 64;
   auto a = Add(*wire, 1, device);
@@ -189,9 +166,7 @@ TEST(LoopbackSteppedProcessor, AFullIngressRingHoldsTheSenderBackAndLosesNothing
 
 TEST(LoopbackSteppedProcessor, FramesReachTheProcessorInTheOrderTheirSlotsWereAllocated) {
   Recorder processor;
-  LoopbackWireOptions options{&processor, {}};
-  options.stepped_processor = true;
-  auto wire = LoopbackWire::Create(options);
+  auto wire = SteppedWire(processor);
   auto a = Add(*wire, 1);
   auto b = Add(*wire, 2);
   ASSERT_TRUE(a && b);
@@ -215,9 +190,7 @@ TEST(LoopbackSteppedProcessor, FramesReachTheProcessorInTheOrderTheirSlotsWereAl
 
 TEST(LoopbackSteppedProcessor, TakesTheSendersInTurn) {
   Recorder processor;
-  LoopbackWireOptions options{&processor, {}};
-  options.stepped_processor = true;
-  auto wire = LoopbackWire::Create(options);
+  auto wire = SteppedWire(processor);
   auto a = Add(*wire, 1);
   auto c = Add(*wire, 3);
   auto b = Add(*wire, 2);
@@ -248,10 +221,7 @@ TEST(LoopbackSteppedProcessor, TakesTheSendersInTurn) {
 TEST(LoopbackSteppedProcessor, RunsOnlyOnTheSteppingThread) {
   constexpr uint32_t kPerSender = 8000;
   Recorder processor;
-  LoopbackWireOptions options{&processor, {}};
-  options.stepped_processor = true;
-  options.ingress_ring_frames = 64;
-  auto wire = LoopbackWire::Create(options);
+  auto wire = SteppedWire(processor, 64);
   // Room for every frame at the receiver: a copy for a full ring would be an
   // egress drop, and the receiver thread may be descheduled for a while.
   DeviceOptions device;
@@ -267,7 +237,8 @@ TEST(LoopbackSteppedProcessor, RunsOnlyOnTheSteppingThread) {
     }
   });
   const std::thread::id stepper_id = stepper.get_id();
-  std::thread send_a([&] { EXPECT_EQ(SendWaiting(a->queue(0), Frames(1, 2, kPerSender), nullptr), kPerSender); });
+  std::thread send_a(
+      [&] { EXPECT_EQ(SendWaiting(a->queue(0), Frames(1, 2, kPerSender), nullptr), kPerSender); });
   std::thread send_c([&] {
     EXPECT_EQ(SendWaiting(c->queue(0), Frames(3, 2, kPerSender, 100000), nullptr), kPerSender);
   });

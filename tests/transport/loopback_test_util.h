@@ -1,14 +1,19 @@
 // tests/transport/loopback_test_util.h: what the loopback wire's tests share:
-// node addresses, adding an endpoint, and whether a wait fd is readable.
+// node addresses, adding an endpoint, test frames between nodes, writing
+// them into a queue's transmit pool, and whether a wait fd is readable.
 #ifndef ATP_TESTS_TRANSPORT_LOOPBACK_TEST_UTIL_H_
 #define ATP_TESTS_TRANSPORT_LOOPBACK_TEST_UTIL_H_
 
 #include <poll.h>
 
+#include <cstring>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "atp/transport/loopback.h"
 #include "gtest/gtest.h"
+#include "tests/transport/transport_test_util.h"
 
 namespace atp::transport::testing {
 
@@ -19,13 +24,47 @@ inline DeviceAddress Node(uint32_t n) {
 }
 
 // Add: node `n` as an endpoint of `wire`; null (and a test failure) if refused.
-inline std::unique_ptr<Device> Add(LoopbackWire& wire, uint32_t n, DeviceOptions device = {}) {
+inline std::unique_ptr<Device> Add(LoopbackWire& wire, uint32_t n, DeviceOptions device = {},
+                                   bool zero_copy_rx = false) {
   LoopbackEndpointOptions options;
   options.device = device;
   options.address = Node(n);
+  options.zero_copy_rx = zero_copy_rx;
   auto endpoint = wire.AddEndpoint(options);
   EXPECT_TRUE(endpoint.ok()) << endpoint.status();
   return endpoint.ok() ? *std::move(endpoint) : nullptr;
+}
+
+// Frames: `count` frames from node `from` to node `to`, positions first,
+// first + 1, ... (payload seed = position).
+inline std::vector<FrameBytes> Frames(uint32_t from, uint32_t to, uint32_t count,
+                                      uint32_t first = 0) {
+  std::vector<FrameBytes> frames;
+  for (uint32_t p = first; p < first + count; ++p) {
+    frames.push_back(MakeFrame(Node(from), Node(to), FrameSpec{wire::MakeSeq(0, p), p}));
+  }
+  return frames;
+}
+
+// Write: `frames` written into buffers of the queue's tx_pool, in order;
+// fewer when the pool runs out.
+inline std::vector<FrameRef> Write(Queue& queue, const std::vector<FrameBytes>& frames) {
+  std::vector<FrameRef> refs(frames.size());
+  refs.resize(queue.tx_pool().AllocBurst(refs));
+  for (size_t i = 0; i < refs.size(); ++i) {
+    std::memcpy(refs[i].data, frames[i].data(), kFrameBytes);
+    refs[i].length = kFrameBytes;
+  }
+  return refs;
+}
+
+// Take: Write, then one TxBurst (what it does not take is released); returns
+// how many it took. Unlike SendAll, it neither retries nor flushes.
+inline size_t Take(Queue& queue, const std::vector<FrameBytes>& frames) {
+  std::vector<FrameRef> refs = Write(queue, frames);
+  const size_t taken = queue.TxBurst(refs);
+  ReleaseFrames(std::span(refs).subspan(taken));
+  return taken;
 }
 
 // Readable: whether `fd` polls readable now.

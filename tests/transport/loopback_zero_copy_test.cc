@@ -16,44 +16,14 @@ namespace {
 using testing::Add;
 using testing::Collector;
 using testing::FrameBytes;
+using testing::Frames;
 using testing::FrameSpec;
 using testing::MakeFrame;
 using testing::Node;
 using testing::PoolsAreFull;
 using testing::Readable;
 using testing::SendAll;
-
-std::unique_ptr<Device> AddZeroCopy(LoopbackWire& wire, uint32_t n, DeviceOptions device = {}) {
-  LoopbackEndpointOptions options;
-  options.device = device;
-  options.address = Node(n);
-  options.zero_copy_rx = true;
-  auto endpoint = wire.AddEndpoint(options);
-  EXPECT_TRUE(endpoint.ok()) << endpoint.status();
-  return endpoint.ok() ? *std::move(endpoint) : nullptr;
-}
-
-std::vector<FrameBytes> Frames(uint32_t from, uint32_t to, uint32_t count, uint32_t first = 0) {
-  std::vector<FrameBytes> frames;
-  for (uint32_t p = first; p < first + count; ++p) {
-    frames.push_back(MakeFrame(Node(from), Node(to), FrameSpec{wire::MakeSeq(0, p), p}));
-  }
-  return frames;
-}
-
-// Take: `frames` handed to TxBurst in tx_pool buffers; returns how many it took.
-size_t Take(Queue& queue, const std::vector<FrameBytes>& frames) {
-  std::vector<FrameRef> refs(frames.size());
-  const size_t n = queue.tx_pool().AllocBurst(refs);
-  EXPECT_EQ(n, frames.size());
-  for (size_t i = 0; i < n; ++i) {
-    std::memcpy(refs[i].data, frames[i].data(), kFrameBytes);
-    refs[i].length = kFrameBytes;
-  }
-  const size_t taken = queue.TxBurst({refs.data(), n});
-  ReleaseFrames({refs.data() + taken, n - taken});
-  return taken;
-}
+using testing::Take;
 
 FrameBytes BytesOf(const FrameRef& frame) {
   FrameBytes bytes;
@@ -65,7 +35,7 @@ FrameBytes BytesOf(const FrameRef& frame) {
 TEST(LoopbackZeroCopyRx, FramesAreReadInTheRingAndTheirSlotsComeBackWhenReleased) {
   auto wire = LoopbackWire::Create({});
   auto a = Add(*wire, 1);
-  auto b = AddZeroCopy(*wire, 2);
+  auto b = Add(*wire, 2, {}, /*zero_copy_rx=*/true);
   ASSERT_TRUE(a && b);
   const std::vector<FrameBytes> sent = Frames(1, 2, 8);
   ASSERT_EQ(SendAll(a->queue(0), sent, nullptr), sent.size());
@@ -93,7 +63,7 @@ TEST(LoopbackZeroCopyRx, FramesAreReadInTheRingAndTheirSlotsComeBackWhenReleased
 TEST(LoopbackZeroCopyRx, SlotsReturnedOutOfOrderLeaveTheRingAtItsHead) {
   auto wire = LoopbackWire::Create({});
   auto a = Add(*wire, 1);
-  auto b = AddZeroCopy(*wire, 2);
+  auto b = Add(*wire, 2, {}, /*zero_copy_rx=*/true);
   ASSERT_TRUE(a && b);
   ASSERT_EQ(SendAll(a->queue(0), Frames(1, 2, 4), nullptr), 4u);
   std::vector<FrameRef> first(4);
@@ -125,7 +95,7 @@ TEST(LoopbackZeroCopyRx, ARingFullOfHeldFramesHoldsTheSenderBackAndLosesNothing)
   small.rx_ring_frames = 4;
   small.max_burst = 4;
   auto a = Add(*wire, 1);
-  auto b = AddZeroCopy(*wire, 2, small);
+  auto b = Add(*wire, 2, small, /*zero_copy_rx=*/true);
   ASSERT_TRUE(a && b);
   const std::vector<FrameBytes> sent = Frames(1, 2, 6);
   ASSERT_EQ(Take(a->queue(0), sent), sent.size()) << "taken: 4 delivered, 2 waiting";
@@ -146,7 +116,7 @@ TEST(LoopbackZeroCopyRx, ARingFullOfHeldFramesHoldsTheSenderBackAndLosesNothing)
 TEST(LoopbackZeroCopyRx, ALentFrameForwardedThroughAnotherQueueComesBackWhenDelivered) {
   auto wire = LoopbackWire::Create({});
   auto a = Add(*wire, 1);
-  auto middle = AddZeroCopy(*wire, 2);
+  auto middle = Add(*wire, 2, {}, /*zero_copy_rx=*/true);
   auto c = Add(*wire, 3);
   ASSERT_TRUE(a && middle && c);
   ASSERT_EQ(SendAll(a->queue(0), Frames(1, 2, 1), nullptr), 1u);

@@ -71,7 +71,9 @@ class IngressSlotRing final : public FramePool {
   // the way), or null.
   uint8_t* Front();
   // Pop: after a non-null Front, once nothing reads the frame any more.
-  void Pop() { processed_.store(processed_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  void Pop() {
+    processed_.store(processed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
 
  private:
   // A slot: its state word, then the frame at kHeadroom, so that the payload

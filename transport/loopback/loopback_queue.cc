@@ -134,8 +134,8 @@ size_t LoopbackQueue::RxBurstInPlace(std::span<FrameRef> frames) {
       looked_again = true;
       continue;
     }
-    frames[n] = FrameRef{slot, lender_.get(), rx_ring_.head() + lent_,
-                         static_cast<uint32_t>(kFrameBytes)};
+    frames[n] =
+        FrameRef{slot, lender_.get(), rx_ring_.head() + lent_, static_cast<uint32_t>(kFrameBytes)};
     ++lent_;
     ++n;
   }

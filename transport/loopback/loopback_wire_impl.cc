@@ -68,7 +68,8 @@ absl::StatusOr<std::unique_ptr<Device>> LoopbackWireImpl::AddEndpoint(
     endpoint->rings.push_back(std::make_unique<FrameSlotRing>(options.device.rx_ring_frames));
     endpoint->signals.push_back(std::make_unique<RxSignal>());
     if (stepped_) {
-      endpoint->ingress.push_back(std::make_unique<IngressSlotRing>(ingress_ring_frames_, &processor_signal_));
+      endpoint->ingress.push_back(
+          std::make_unique<IngressSlotRing>(ingress_ring_frames_, &processor_signal_));
       ingress_rings_.push_back(IngressRing{endpoint->ingress.back().get(), id});
     }
   }
