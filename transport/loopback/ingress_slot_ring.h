@@ -4,10 +4,14 @@
 // it allocated is handed over without a copy.
 //
 // Single producer (the sending queue's thread), single consumer
-// (StepProcessor, one thread at a time). Positions only grow:
+// (StepProcessor, one thread at a time). Positions count slots from the
+// first:
 //
 //   processed <= published <= reserved <= processed + capacity
 //
+// processed and published only grow; reserved steps back over slots freed
+// unsent at its end (an allocated burst not all used), which are reserved
+// again next time.
 // AllocBurst reserves the next free slots, in order. A reserved slot is then
 // either sent (MarkSent: the processor will see its frame) or freed without
 // being sent (a hole it skips). Publish hands the processor every slot up to
