@@ -12,6 +12,8 @@ IngressSlotRing::IngressSlotRing(uint32_t capacity, RxSignal* processor)
       mask_(capacity - 1),
       processor_(processor) {
   assert(capacity >= 1 && (capacity & (capacity - 1)) == 0);
+  // Each slot's header lives in the slot's first line, with its frame.
+  for (uint64_t i = 0; i < capacity; ++i) new (memory_ + i * kStride) SlotHeader{kHole};
 }
 
 IngressSlotRing::~IngressSlotRing() {

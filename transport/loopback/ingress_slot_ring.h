@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 
 #include "atp/transport/frame_pool.h"
@@ -92,7 +93,7 @@ class IngressSlotRing final : public FramePool {
   static_assert(sizeof(SlotHeader) <= kHeadroom);
 
   SlotHeader& SlotAt(uint64_t position) const {
-    return *reinterpret_cast<SlotHeader*>(memory_ + (position & mask_) * kStride);
+    return *std::launder(reinterpret_cast<SlotHeader*>(memory_ + (position & mask_) * kStride));
   }
   uint8_t* FrameAt(uint64_t position) const {
     return memory_ + (position & mask_) * kStride + kHeadroom;
