@@ -151,8 +151,11 @@ def test_a_workers_capture_holds_its_frames(tmp_path):
                 lengths += got
             assert set(lengths) == {306}  # whole ATP frames (ATP-SPEC section 2)
             frames[direction] = len(lengths)
-        assert frames["tx"] == stats["frames_sent"] >= 40
-        assert frames["rx"] == stats["frames_received"] >= 40
+        # The capture holds every frame counted up to the snapshot, and any
+        # that came or went between it and close() (a late status frame from
+        # the PS): at least as many, not always exactly.
+        assert frames["tx"] >= stats["frames_sent"] >= 40
+        assert frames["rx"] >= stats["frames_received"] >= 40
 
 
 def _scrape(url):
