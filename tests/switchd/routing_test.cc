@@ -57,6 +57,14 @@ TEST(RouteTableTest, RefusesBadRoutes) {
   ASSERT_TRUE(routes.Add(Addr("10.1.0.0"), 24, 0).ok());
   EXPECT_EQ(routes.Add(Addr("10.1.0.0"), 24, 1).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(routes.Lookup(Ip("10.1.0.1")), 0u) << "the refused route changed nothing";
+  // kNoPort is LookupPort's "no route", never a port.
+  EXPECT_EQ(routes.Add(Addr("10.2.0.0"), 16, RouteTable::kNoPort).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(routes.Set(Addr("10.1.0.0"), 24, RouteTable::kNoPort).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(routes.LookupPort(Ip("10.1.0.1")), 0u);
+  EXPECT_EQ(routes.LookupPort(Ip("10.2.0.1")), RouteTable::kNoPort);
+  EXPECT_EQ(routes.port_limit(), 1u);
 }
 
 TEST(MulticastTableTest, GroupsMapToTheirPorts) {
