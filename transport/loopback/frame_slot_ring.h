@@ -79,18 +79,11 @@ class FrameSlotRing {
     return slot.bytes;
   }
 
-  // FrontMutable: Front, for a consumer that changes the frame in place
-  // before it pops it (the slot is the consumer's until Pop).
-  uint8_t* FrontMutable() {
-    Slot& slot = slots_[head_ & mask_];
-    if (slot.turn.load(std::memory_order_acquire) != head_ + 1) return nullptr;
-    return slot.bytes;
-  }
-
   // FrontAt: consumer thread only. The frame `k` places behind the oldest
-  // (FrontAt(0) is FrontMutable()), or null when fewer than k + 1 frames
-  // wait. For a consumer that lends frames out in place and pops them when
-  // they come back (a zero-copy receive).
+  // (FrontAt(0) is Front()), or null when fewer than k + 1 frames wait;
+  // the consumer's to change in place until it pops it. For a consumer that
+  // lends frames out in place and pops them when they come back (a zero-copy
+  // receive).
   uint8_t* FrontAt(uint64_t k) {
     const uint64_t position = head_ + k;
     Slot& slot = slots_[position & mask_];

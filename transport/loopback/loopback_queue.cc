@@ -42,11 +42,17 @@ absl::StatusOr<std::unique_ptr<LoopbackQueue>> LoopbackQueue::Create(
   absl::StatusOr<std::unique_ptr<HeapFramePool>> rx_pool =
       MakePool(options.device.rx_pool_frames, options.device.headroom);
   if (!rx_pool.ok()) return rx_pool.status();
-  absl::StatusOr<std::unique_ptr<HeapFramePool>> tx_pool =
-      MakePool(options.device.tx_pool_frames, options.device.headroom);
-  if (!tx_pool.ok()) return tx_pool.status();
+  // With a stepped processor the wire's ingress ring is the transmit pool
+  // and ring (TxBurstToIngress): none of the queue's own.
+  std::unique_ptr<HeapFramePool> tx_pool;
+  if (!wire->stepped()) {
+    absl::StatusOr<std::unique_ptr<HeapFramePool>> made =
+        MakePool(options.device.tx_pool_frames, options.device.headroom);
+    if (!made.ok()) return made.status();
+    tx_pool = *std::move(made);
+  }
   return std::unique_ptr<LoopbackQueue>(
-      new LoopbackQueue(wire, id, index, options, *std::move(rx_pool), *std::move(tx_pool)));
+      new LoopbackQueue(wire, id, index, options, *std::move(rx_pool), std::move(tx_pool)));
 }
 
 LoopbackQueue::LoopbackQueue(LoopbackWireImpl* wire, EndpointId id, uint32_t index,
@@ -62,8 +68,8 @@ LoopbackQueue::LoopbackQueue(LoopbackWireImpl* wire, EndpointId id, uint32_t ind
       ingress_(wire->stepped() ? &wire->ingress(id, index) : nullptr),
       rx_pool_(std::move(rx_pool)),
       tx_pool_(std::move(tx_pool)),
-      tx_ring_(endpoint.device.tx_ring_frames),
-      scratch_(endpoint.device.tx_ring_frames) {
+      tx_ring_(wire->stepped() ? 0 : endpoint.device.tx_ring_frames),
+      scratch_(wire->stepped() ? 0 : endpoint.device.tx_ring_frames) {
   const DeviceOptions& options = endpoint.device;
   if (endpoint.zero_copy_rx) {
     lender_ = std::make_unique<SlotLender>(this);

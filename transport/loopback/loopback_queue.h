@@ -85,8 +85,8 @@ class LoopbackQueue final : public Queue {
   RxSignal& signal_;
   IngressSlotRing* const ingress_;  // stepped processor only: this queue's ingress ring
   std::unique_ptr<HeapFramePool> rx_pool_;
-  std::unique_ptr<HeapFramePool> tx_pool_;
-  std::vector<TxEntry> tx_ring_;  // power-of-two size
+  std::unique_ptr<HeapFramePool> tx_pool_;  // null with a stepped processor (ingress_ instead)
+  std::vector<TxEntry> tx_ring_;  // power-of-two size; empty with a stepped processor
   size_t tx_head_ = 0;
   size_t tx_count_ = 0;
   std::vector<FrameRef> scratch_;  // a contiguous run of the ring, for the processor

@@ -101,6 +101,7 @@ struct LoopbackWireOptions {
   // order their buffers were allocated; a slot comes back to the pool once
   // the processor is done with it (Flush counts the others as held), and a
   // ring full of them back-pressures AllocBurst and TxBurst, nothing is lost.
+  // The ring's buffers keep kDefaultHeadroom whatever device.headroom says.
   // No effect on a wire without a processor (it delivers directly).
   bool stepped_processor = false;
   uint32_t ingress_ring_frames = 1024;
