@@ -103,6 +103,7 @@ nlohmann::json PsStatsJson(const ParameterServerStats& s) {
           {"status_sent", s.status_sent},
           {"join_requests", s.join_requests},
           {"rebuilds", s.rebuilds},
+          {"stale_joins", s.stale_joins},
           {"replay_requests", s.replay_requests},
           {"replays", s.replays},
           {"mismatches", s.mismatches},

@@ -237,6 +237,14 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
     ++control_rejected_;
     return;
   }
+  if (join.answers != 0 && join.answers != incarnation_) {
+    // It answered a dead PS's request, and was still queued for it when this
+    // PS started: the stream has moved since. Three such joins would make a
+    // decision that misses the results the dead PS delivered after them, and
+    // this PS would ask no more.
+    ++stale_joins_;
+    return;
+  }
   ++control_received_;
   const int worker = static_cast<int>(control.sender);
   JobControl& state = Control(job);
@@ -481,6 +489,7 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.replay_requests += replay_requests_sent_;
   stats.replays += c.replays_applied;
   stats.rebuilds += rebuilds_;
+  stats.stale_joins += stale_joins_;
   stats.mismatches += mismatches_;
   stats.operations_confirmed += ops_confirmed_;
 }

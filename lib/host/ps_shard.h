@@ -19,7 +19,9 @@
 // report
 // (ReportWaiting) make the shard ask the job's workers to join that queue
 // (kStatus kJoinRequest, at most once per kJoinRequestInterval per job and
-// queue); each kJoin is checked against the job (slots and layout against
+// queue); a kJoin that answered another PS incarnation's request (a dead
+// PS's, still queued when this one started) is ignored; each other kJoin is
+// checked against the job (slots and layout against
 // the PS's own, io_threads and scale against
 // the first worker that joined: a difference is multicast as kMismatch), and
 // fed to the job's RunTracker, whose decision rebuilds the queue's window
@@ -240,6 +242,7 @@ class PsShard {
   uint64_t replay_requests_sent_ = 0;
   size_t queues_replaying_ = 0;  // (job, queue) pairs with replays outstanding
   uint64_t rebuilds_ = 0;
+  uint64_t stale_joins_ = 0;  // joins answering another PS incarnation's request
   uint64_t mismatches_ = 0;
   uint64_t ops_confirmed_ = 0;
   uint64_t control_received_ = 0;   // control frames understood

@@ -130,7 +130,7 @@ StepResult WorkerIoLoop::Step(TimePoint now) {
   if (failed_) return StepFailed();
   if (!joined_) {
     joined_ = true;
-    if (config_.join_at_start) SendJoin();
+    if (config_.join_at_start) SendJoin(/*answers=*/0);
   }
   bool work = TakeSubmitted(now);
   work |= Receive(now);
@@ -272,7 +272,7 @@ void WorkerIoLoop::OnControl(std::span<const uint8_t> frame, TimePoint now) {
         return;
       }
       ++control_frames_;
-      OnStatus(status, now);
+      OnStatus(status, control.incarnation, now);
       return;
     }
     case wire::ControlType::kPull:
@@ -286,7 +286,8 @@ void WorkerIoLoop::OnControl(std::span<const uint8_t> frame, TimePoint now) {
   ++control_rejected_;
 }
 
-void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, TimePoint now) {
+void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, uint64_t ps_incarnation,
+                            TimePoint now) {
   const uint8_t job = engine_->config().shape.job;
   Failure failure;
   failure.queue = queue_.index();
@@ -299,7 +300,7 @@ void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, TimePoint now) {
       engine_->OnJobWaitsAt(status.position);
       return;
     case protocol::StatusKind::kJoinRequest:
-      SendJoin();
+      SendJoin(/*answers=*/ps_incarnation);
       RedeclarePieces();
       return;
     case protocol::StatusKind::kOpConfirmed:
@@ -361,7 +362,7 @@ void WorkerIoLoop::Fail(absl::Status status, const Failure& failure) {
   FailQueue(status);
 }
 
-void WorkerIoLoop::SendJoin() {
+void WorkerIoLoop::SendJoin(uint64_t answers) {
   const worker::WorkerQueueConfig& engine_config = engine_->config();
   const worker::WorkerQueueStats stats = engine_->stats();
   protocol::JoinBody join;
@@ -372,6 +373,7 @@ void WorkerIoLoop::SendJoin() {
   join.lowest_unacked = stats.lowest_unacked;
   join.next_position = stats.next_position;
   join.acked_end = engine_->ResultsAfterLowest(join.acked_after_lowest);
+  join.answers = answers;
   wire::ControlMessage control;
   protocol::EncodeJoin(join, control);
   SendControl(control);

@@ -203,9 +203,10 @@ class WorkerIoLoop {
   bool Receive(TimePoint now);
   // OnControl: a valid control frame (fields and payload decoded).
   void OnControl(std::span<const uint8_t> frame, TimePoint now);
-  // SendJoin: one kJoin to the PS (dropped if the transport has no room: the
-  // PS asks again).
-  void SendJoin();
+  // SendJoin: one kJoin to the PS, answering the join request of the PS
+  // incarnation `answers` (0: unasked). Dropped if the transport has no
+  // room: the PS asks again.
+  void SendJoin(uint64_t answers);
   // SendControl: one control frame to the PS about `position` of the queue
   // (dropped if there is no room).
   void SendControl(const wire::ControlMessage& control, uint64_t position = 0);
@@ -224,8 +225,8 @@ class WorkerIoLoop {
   void Deliver(Record& record);
   // DeliverFinished: pops delivered records, publishes, runs PieceDone.
   void DeliverFinished();
-  // OnStatus: a decoded kStatus from the PS.
-  void OnStatus(const protocol::StatusBody& status, TimePoint now);
+  // OnStatus: a decoded kStatus from the PS incarnation `ps_incarnation`.
+  void OnStatus(const protocol::StatusBody& status, uint64_t ps_incarnation, TimePoint now);
   // Fail: records `status` with `failure` as the Worker's first failure and
   // fails the queue with the Worker's first failure.
   void Fail(absl::Status status, const Failure& failure);

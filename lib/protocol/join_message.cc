@@ -7,7 +7,8 @@ namespace atp::protocol {
 namespace {
 
 constexpr size_t kAckedWord = 11;
-static_assert(kAckedWord + kJoinAckedBits / 32 <= wire::kControlBodyWords);
+constexpr size_t kAnswersWord = kAckedWord + kJoinAckedBits / 32;
+static_assert(kAnswersWord + 2 <= wire::kControlBodyWords);
 
 void Put64(wire::ControlMessage& control, size_t word, uint64_t value) {
   control.body[word] = static_cast<uint32_t>(value >> 32);
@@ -41,6 +42,7 @@ void EncodeJoin(const JoinBody& join, wire::ControlMessage& control) {
   Put64(control, 9, join.acked_end);
   std::copy(join.acked_after_lowest.begin(), join.acked_after_lowest.end(),
             control.body.begin() + kAckedWord);
+  Put64(control, kAnswersWord, join.answers);
 }
 
 bool DecodeJoin(const wire::ControlMessage& control, JoinBody* out) {
@@ -54,6 +56,7 @@ bool DecodeJoin(const wire::ControlMessage& control, JoinBody* out) {
   out->acked_end = Get64(control, 9);
   std::copy_n(control.body.begin() + kAckedWord, out->acked_after_lowest.size(),
               out->acked_after_lowest.begin());
+  out->answers = Get64(control, kAnswersWord);
   return true;
 }
 

@@ -13,7 +13,10 @@
 // lowest unacknowledged one it already has results for (acknowledged out of
 // order): bit i % 32 of word 11 + i / 32 = position lowest + 1 + i, for
 // i < kJoinAckedBits. A restarted PS needs them: a worker never resends a
-// fragment it has the result of.
+// fragment it has the result of. 43-44 = the incarnation of the PS whose join
+// request the join answers, 0 for the join a queue sends unasked at its first
+// step: a restarted PS reads the frames still queued for the dead one, and a
+// join that answered the dead PS describes the stream as it stood then.
 #ifndef ATP_LIB_PROTOCOL_JOIN_MESSAGE_H_
 #define ATP_LIB_PROTOCOL_JOIN_MESSAGE_H_
 
@@ -42,6 +45,9 @@ struct JoinBody {
   uint64_t acked_end = 0;
   // acked_after_lowest: bit i = position lowest_unacked + 1 + i has a result.
   std::array<uint32_t, kJoinAckedBits / 32> acked_after_lowest{};
+  // answers: the incarnation of the PS whose kJoinRequest this join answers;
+  // 0 when the worker sent it unasked (at its queue's first step).
+  uint64_t answers = 0;
 
   // HasResult: what the join says about `position`: true below the lowest
   // unacknowledged position and for the acked bits; false at it, at or past

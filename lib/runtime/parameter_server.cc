@@ -50,6 +50,7 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.status_sent += s.status_sent;
   total.join_requests += s.join_requests;
   total.rebuilds += s.rebuilds;
+  total.stale_joins += s.stale_joins;
   total.replay_requests += s.replay_requests;
   total.replays += s.replays;
   total.mismatches += s.mismatches;

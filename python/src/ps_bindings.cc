@@ -51,6 +51,7 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   d["status_sent"] = s.status_sent;
   d["join_requests"] = s.join_requests;
   d["rebuilds"] = s.rebuilds;
+  d["stale_joins"] = s.stale_joins;
   d["replay_requests"] = s.replay_requests;
   d["replays"] = s.replays;
   d["mismatches"] = s.mismatches;

@@ -137,6 +137,7 @@ TEST(JoinMessageTest, CarriesTheResultsBeyondTheLowestUnacknowledgedPosition) {
   join.acked_after_lowest[0] = 1u;
   join.acked_after_lowest[0] |= 1u << 31;
   join.acked_after_lowest[kJoinAckedBits / 32 - 1] = 1u << 31;
+  join.answers = 0xFEDCBA9876543210;  // the PS whose request it answers
   wire::ControlMessage control;
   EncodeJoin(join, control);
   JoinBody back;
@@ -145,6 +146,7 @@ TEST(JoinMessageTest, CarriesTheResultsBeyondTheLowestUnacknowledgedPosition) {
   EXPECT_EQ(back.next_position, join.next_position);
   EXPECT_EQ(back.acked_end, join.acked_end);
   EXPECT_EQ(back.acked_after_lowest, join.acked_after_lowest);
+  EXPECT_EQ(back.answers, join.answers);
 
   const uint64_t low = join.lowest_unacked;
   EXPECT_EQ(back.HasResult(low - 1), true) << "below the lowest unacknowledged: acknowledged";

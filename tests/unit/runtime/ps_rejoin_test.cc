@@ -3,8 +3,9 @@
 // rebuild planned without it, so that worker never resends the fragment and
 // the others wait for it. The PS's waiting report asks for joins again; the
 // run that joined before joins again (RunTracker's kResync), the new joins
-// say who has the result, and it is replayed. Driven message by message on
-// a PsShard, with the clock in the test's hands.
+// say who has the result, and it is replayed. And joins that answered the
+// dead PS, read by the restarted one, are ignored. Driven message by message
+// on a PsShard, with the clock in the test's hands.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -78,7 +79,8 @@ wire::AtpMessage Gradient(int worker, uint32_t position, uint32_t value) {
   return m;
 }
 
-TEST(PsRejoinTest, AResultOfTheDeadPsThatCameAfterAJoinIsReplayed) {
+// PsOptions: one one-rack job of kWorkers, multicast, kSlots slots.
+ParameterServerOptions PsOptions() {
   ParameterServerOptions options;
   ParameterServerJobOptions job;
   job.job_id = kJob;
@@ -88,7 +90,11 @@ TEST(PsRejoinTest, AResultOfTheDeadPsThatCameAfterAJoinIsReplayed) {
   options.jobs.push_back(job);
   options.slots = kSlots;
   options.waiting_report_interval = absl::Seconds(1);
-  auto created = PsShard::Create(options, 0, Address("10.0.0.100"));
+  return options;
+}
+
+TEST(PsRejoinTest, AResultOfTheDeadPsThatCameAfterAJoinIsReplayed) {
+  auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
   ASSERT_TRUE(created.ok()) << created.status();
   PsShard& ps = **created;
   Sent sent;
@@ -154,6 +160,56 @@ TEST(PsRejoinTest, AResultOfTheDeadPsThatCameAfterAJoinIsReplayed) {
   ASSERT_TRUE(result.has_value());
   for (uint32_t word : result->payload) EXPECT_EQ(word, 0x5A5A5A5Au);
   EXPECT_EQ(ps.engine().counters().replays_applied, 1u);
+}
+
+TEST(PsRejoinTest, JoinsThatAnsweredTheDeadPsAreIgnored) {
+  // The dead PS asked for joins; the answers were still queued for it when
+  // the PS restarted, and the restarted one reads them. They describe the
+  // streams as they stood then (no result of 5); worker 0 has since received
+  // the dead PS's results of 5..7. Taken, they would make a decision that
+  // never asks worker 0 to replay 5, and the PS would ask for no more joins.
+  auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  PsShard& ps = **created;
+  Sent sent;
+  const TimePoint now = TimePoint::FromNanoseconds(1'000'000);
+  constexpr uint64_t kDeadPs = 0xDEAD;
+  ASSERT_NE(ps.incarnation(), kDeadPs);
+  for (int w = 0; w < kWorkers; ++w) {
+    protocol::JoinBody stale = testing::JoinAt(kWorkers, kSlots, 5, 8);
+    stale.answers = kDeadPs;
+    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, stale), now, sent);
+  }
+  ParameterServerStats stats;
+  ps.AddTo(stats);
+  EXPECT_EQ(stats.stale_joins, 2u);
+  EXPECT_EQ(stats.rebuilds, 0u);
+  EXPECT_TRUE(sent.messages.empty());
+
+  // Worker 1 resends 5: the queue is not synchronized, so the PS asks.
+  ps.OnMessage(Gradient(1, 5, 2), now, sent);
+  std::vector<protocol::StatusBody> statuses = sent.Statuses();
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kJoinRequest);
+
+  // The answers to this PS: worker 0 has 5..7, worker 1 none of them.
+  sent.messages.clear();
+  protocol::JoinBody ahead = testing::JoinAt(kWorkers, kSlots, 8, 8);
+  ahead.answers = ps.incarnation();
+  ps.OnMessage(testing::JoinMessage(kJob, 0, kWorkers, 0, ahead), now, sent);
+  protocol::JoinBody lagging = testing::JoinAt(kWorkers, kSlots, 5, 8);
+  lagging.answers = ps.incarnation();
+  ps.OnMessage(testing::JoinMessage(kJob, 1, kWorkers, 0, lagging), now, sent);
+  statuses = sent.Statuses();
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kReplayRequest);
+  EXPECT_EQ(statuses[0].expected, 5u);
+  EXPECT_EQ(statuses[0].received, 8u);
+  EXPECT_EQ(statuses[0].workers.ToVector(), std::vector<int>{0});
+  stats = {};
+  ps.AddTo(stats);
+  EXPECT_EQ(stats.stale_joins, 2u);
+  EXPECT_EQ(stats.rebuilds, 1u);
 }
 
 }  // namespace
