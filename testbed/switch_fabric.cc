@@ -68,6 +68,9 @@ class SwitchFabric::Port final : public transport::Device {
 
   Kind kind = Kind::kPs;
   wire::Ipv4Address endpoint;  // kEndpoint: the node behind the port
+  // kEndpoint: its endpoint on the fabric's current wire, once found
+  // (SwitchFabric::EndpointOf; reset with the wire).
+  mutable transport::EndpointId endpoint_id = kNoEndpoint;
   uint32_t peer_sw = 0;        // kPeer: the other end
   uint32_t peer_port = 0;
   std::vector<FrameRef> inbox;
@@ -289,9 +292,9 @@ bool SwitchFabric::Lose() {
 size_t SwitchFabric::Depth(const Port& port, uint32_t queue) const {
   // An endpoint's port: its receive backlog; any other: the backlog of the
   // entering frame's destination (the queue it is bound for beyond).
-  const uint32_t toward =
-      port.kind == Port::Kind::kEndpoint ? port.endpoint.value : LoadBig32(current_ + kDstIpOffset);
-  const transport::EndpointId endpoint = EndpointFor(toward);
+  const transport::EndpointId endpoint = port.kind == Port::Kind::kEndpoint
+                                             ? EndpointOf(port)
+                                             : EndpointFor(LoadBig32(current_ + kDstIpOffset));
   return endpoint != kNoEndpoint ? wire_->RxBacklog(endpoint, queue) : 0;
 }
 
@@ -306,6 +309,26 @@ transport::EndpointId SwitchFabric::EndpointFor(uint32_t ipv4) const {
   if (!endpoint) return kNoEndpoint;
   cached = CachedEndpoint{ipv4, *endpoint, true};
   return *endpoint;
+}
+
+transport::EndpointId SwitchFabric::EndpointOf(const Port& port) const {
+  if (port.endpoint_id == kNoEndpoint) port.endpoint_id = EndpointFor(port.endpoint.value);
+  return port.endpoint_id;
+}
+
+const SwitchFabric::Role& SwitchFabric::RoleOf(uint32_t ipv4) {
+  Role& cached = role_cache_[(ipv4 * 0x9E3779B9u) >> (32 - kEndpointCacheBits)];
+  if (cached.valid && cached.ipv4 == ipv4) return cached;
+  cached = Role{ipv4, true};
+  if (auto group = group_racks_.find(ipv4); group != group_racks_.end()) {
+    cached.group = &group->second;
+  }
+  if (auto at = worker_port_.find(ipv4); at != worker_port_.end()) {
+    cached.worker = true;
+    cached.sw = at->second.first;
+    cached.port = at->second.second;
+  }
+  return cached;
 }
 
 void SwitchFabric::Emit(std::span<uint8_t, kFrameBytes> frame, const FrameRef& out) {
@@ -327,7 +350,7 @@ void SwitchFabric::Sent(const Port& port, const FrameRef& frame) {
       return;
     case Port::Kind::kEndpoint:
       if (Filtered(port.endpoint, frame.data)) break;
-      if (const transport::EndpointId e = EndpointFor(port.endpoint.value); e != kNoEndpoint) {
+      if (const transport::EndpointId e = EndpointOf(port); e != kNoEndpoint) {
         endpoints_.push_back(e);
         output_.push_back(frame);
         return;
@@ -384,19 +407,22 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
   if (!wire::IsAtpFrame(frame, options_.base_port)) return WireDecision{WireAction::kRoute, {}};
   if (wire_ != &wire) {  // endpoint ids are per wire
     endpoint_cache_ = {};
+    for (Switch& s : switches_) {
+      for (const std::unique_ptr<Port>& p : s.ports) p->endpoint_id = kNoEndpoint;
+    }
     wire_ = &wire;
   }
   current_ = frame.data();
   const uint8_t* bytes = frame.data();
 
   // A parameter packet: toward the job's group.
-  if (auto group = group_racks_.find(LoadBig32(bytes + kDstIpOffset)); group != group_racks_.end()) {
+  if (const Role& to = RoleOf(LoadBig32(bytes + kDstIpOffset)); to.group != nullptr) {
     if (Lose()) return WireDecision{WireAction::kDrop, {}};
     ++counters_.multicast;
     if (!switches_.empty()) return Run(frame, ps_switch_, ps_port_, now);
     // No switch: replicated to the workers like a multicast router.
     endpoints_.clear();
-    for (const std::vector<wire::Ipv4Address>& rack : group->second) {
+    for (const std::vector<wire::Ipv4Address>& rack : *to.group) {
       for (const wire::Ipv4Address& ip : rack) {
         if (Lose() || Filtered(ip, bytes)) continue;
         if (const transport::EndpointId e = EndpointFor(ip.value); e != kNoEndpoint) {
@@ -408,9 +434,9 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
   }
 
   // A gradient (or anything else) from a worker: up through the switches.
-  if (auto at = worker_port_.find(LoadBig32(bytes + kSrcIpOffset)); at != worker_port_.end()) {
+  if (const Role& from = RoleOf(LoadBig32(bytes + kSrcIpOffset)); from.worker) {
     if (Lose()) return WireDecision{WireAction::kDrop, {}};
-    return Run(frame, at->second.first, at->second.second, now);
+    return Run(frame, from.sw, from.port, now);
   }
   if (Lose()) return WireDecision{WireAction::kDrop, {}};
   return WireDecision{WireAction::kRoute, {}};

@@ -17,9 +17,12 @@ constexpr uint32_t kInt32MinBits = 0x80000000u;
 
 bool HasInt32Bound(const wire::Payload& payload) {
   uint32_t bound = 0;
+  // value + 0x80000001 wraps to 0 for INT32_MAX and to 1 for INT32_MIN, and
+  // lands at 2 or above for every other value: one add, one shift and one
+  // compare per value instead of two compares.
+  static_assert(kInt32MaxBits + 0x80000001u == 0 && kInt32MinBits + 0x80000001u == 1);
   for (uint32_t value : payload) {
-    bound |= static_cast<uint32_t>(value == kInt32MaxBits) |
-             static_cast<uint32_t>(value == kInt32MinBits);
+    bound |= 0u - static_cast<uint32_t>(((value + 0x80000001u) >> 1) == 0);  // all ones: no mask
   }
   return bound != 0;
 }

@@ -37,6 +37,7 @@ absl::Status RouteTable::Add(wire::Ipv4Address prefix, uint32_t length, uint32_t
     std::sort(lengths_.begin(), lengths_.end(), std::greater<>());
   }
   ++size_;
+  ++version_;
   port_limit_ = std::max(port_limit_, port + 1);
   return absl::OkStatus();
 }
@@ -45,6 +46,7 @@ absl::Status RouteTable::Set(wire::Ipv4Address prefix, uint32_t length, uint32_t
   if (length <= 32 && port != kNoPort) {
     if (auto it = by_length_[length].find(prefix.value); it != by_length_[length].end()) {
       it->second = port;
+      ++version_;
       port_limit_ = std::max(port_limit_, port + 1);
       return absl::OkStatus();
     }

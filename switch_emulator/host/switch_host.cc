@@ -199,8 +199,8 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
     // The pipeline rewrites neither addresses nor ports: the queue the frame
     // names holds for its depth and for its routing.
     const uint32_t frame_queue = FrameQueue(frame);
-    UnicastRoute route;
-    const uint32_t depth = DepthFor(in_port, frame, frame_queue, &route);
+    LookedUp looked_up;
+    const uint32_t depth = DepthFor(in_port, frame, frame_queue, &looked_up);
     const Decision d = pipeline_.Process(frame.bytes(), now, depth);
     switch (d.verdict) {
       case Verdict::kAbsorbed:
@@ -211,7 +211,7 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
         Release(frame);
         break;
       case Verdict::kMulticast:
-        Multicast(in_port, frame, frame_queue, d.multicast_group);
+        Multicast(in_port, frame, frame_queue, d.multicast_group, looked_up);
         break;
       case Verdict::kToPs:
       case Verdict::kForward: {
@@ -224,11 +224,11 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
         }
         const uint32_t dst = LoadBig32(ip + 16);
         if (d.verdict == Verdict::kForward && IsMulticastAddress(dst)) {
-          Multicast(in_port, frame, frame_queue, dst);
-        } else if (route.looked_up && route.dst == dst) {  // the lookup DepthFor made
-          Unicast(in_port, frame, frame_queue, route.port);
+          Multicast(in_port, frame, frame_queue, dst, looked_up);
+        } else if (looked_up.kind == LookedUp::Kind::kUnicast && looked_up.dst == dst) {
+          Unicast(in_port, frame, frame_queue, looked_up.port);
         } else {
-          Unicast(in_port, frame, frame_queue, options_.routes.LookupPort(dst));
+          Unicast(in_port, frame, frame_queue, route_cache_.LookupPort(options_.routes, dst));
         }
         break;
       }
@@ -240,21 +240,23 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
 }
 
 uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, uint32_t frame_queue,
-                              UnicastRoute* route) {
+                              LookedUp* looked_up) {
   const uint8_t* ip = Ipv4Header(frame);
   if (ip == nullptr) return 0;
   const uint32_t dst = LoadBig32(ip + 16);
   if (IsMulticastAddress(dst)) {
+    *looked_up = LookedUp{LookedUp::Kind::kGroup, dst, RouteTable::kNoPort,
+                          options_.multicast.Ports(dst)};
     uint32_t depth = 0;
-    for (uint32_t port : options_.multicast.Ports(dst)) {
+    for (uint32_t port : looked_up->group_ports) {
       if (port != in_port && port < ports_.size()) {
         depth = std::max(depth, EgressDepth(port, EgressQueue(frame_queue, port)));
       }
     }
     return depth;
   }
-  const uint32_t port = options_.routes.LookupPort(dst);
-  *route = UnicastRoute{true, dst, port};
+  const uint32_t port = route_cache_.LookupPort(options_.routes, dst);
+  *looked_up = LookedUp{LookedUp::Kind::kUnicast, dst, port, {}};
   if (port == RouteTable::kNoPort || port == in_port || port >= ports_.size()) return 0;
   return EgressDepth(port, EgressQueue(frame_queue, port));
 }
@@ -295,8 +297,11 @@ void SwitchHost::Unicast(uint32_t in_port, const FrameRef& frame, uint32_t frame
 }
 
 void SwitchHost::Multicast(uint32_t in_port, const FrameRef& frame, uint32_t frame_queue,
-                           uint32_t group) {
-  const std::span<const uint32_t> ports = options_.multicast.Ports(group);
+                           uint32_t group, const LookedUp& looked_up) {
+  const std::span<const uint32_t> ports =
+      looked_up.kind == LookedUp::Kind::kGroup && looked_up.dst == group
+          ? looked_up.group_ports
+          : options_.multicast.Ports(group);
   // The original goes to the last egress port; the others get copies.
   const auto last = std::find_if(ports.rbegin(), ports.rend(),
                                  [&](uint32_t p) { return p != in_port; });

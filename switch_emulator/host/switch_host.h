@@ -163,22 +163,25 @@ class SwitchHost {
 
   size_t PollQueues(uint32_t port, TimePoint now);
   void HandleBurst(uint32_t in_port, size_t n, TimePoint now);
-  // UnicastRoute: the route lookup DepthFor made for a unicast destination,
-  // so that routing the frame after the pipeline does not look it up again.
-  struct UnicastRoute {
-    bool looked_up = false;
+  // LookedUp: the lookup DepthFor made for the frame's IPv4 destination (a
+  // unicast route, or a group's ports), so that routing the frame after the
+  // pipeline does not look it up again.
+  struct LookedUp {
+    enum class Kind : uint8_t { kNone, kUnicast, kGroup } kind = Kind::kNone;
     uint32_t dst = 0;
-    uint32_t port = RouteTable::kNoPort;
+    uint32_t port = RouteTable::kNoPort;  // kUnicast
+    std::span<const uint32_t> group_ports;  // kGroup
   };
   // DepthFor: the ECN depth toward where `frame` will go.
   uint32_t DepthFor(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
-                    UnicastRoute* route);
+                    LookedUp* looked_up);
   uint32_t EgressDepth(uint32_t port, uint32_t queue);
   void MarkForwarded(const transport::FrameRef& frame, uint32_t depth);
   void Unicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
                uint32_t port);  // RouteTable::kNoPort: no route
+  // Multicast: to `group`'s ports (`looked_up`'s, when it looked that group up).
   void Multicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
-                 uint32_t group);
+                 uint32_t group, const LookedUp& looked_up);
   // FrameQueue: the queue a frame names (its UDP destination port less the
   // base port; 0 for a frame that names none). EgressQueue: that queue on
   // egress port `port` (modulo the port's queue count).
@@ -205,6 +208,7 @@ class SwitchHost {
   std::vector<Port> ports_;
   switch_emulator::SwitchPipeline pipeline_;
   RoutingCounters routing_;
+  RouteCache route_cache_;  // of options_.routes, for the datapath
   uint64_t poll_rounds_ = 0;
   TimePoint next_scan_ = TimePoint::FromNanoseconds(0);
 

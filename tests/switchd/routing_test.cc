@@ -91,6 +91,29 @@ TEST(RouteTableTest, SetReplacesARouteOrAddsIt) {
   EXPECT_FALSE(routes.Set(Addr("10.1.0.7"), 24, 1).ok());  // bits beyond the length
 }
 
+TEST(RouteCacheTest, AnswersAsTheTableDoesAndFollowsItsChanges) {
+  RouteTable routes;
+  RouteCache cache;
+  EXPECT_EQ(cache.LookupPort(routes, Ip("10.1.0.7")), RouteTable::kNoPort);
+  const uint64_t empty = routes.version();
+  ASSERT_TRUE(routes.Add(Addr("0.0.0.0"), 0, 9).ok());
+  EXPECT_NE(routes.version(), empty);
+  EXPECT_EQ(cache.LookupPort(routes, Ip("10.1.0.7")), 9u) << "a cached miss is dropped";
+  ASSERT_TRUE(routes.Set(Addr("10.1.0.7"), 32, 3).ok());
+  EXPECT_EQ(cache.LookupPort(routes, Ip("10.1.0.7")), 3u) << "a new, longer route";
+  ASSERT_TRUE(routes.Set(Addr("10.1.0.7"), 32, 5).ok());
+  EXPECT_EQ(cache.LookupPort(routes, Ip("10.1.0.7")), 5u) << "a changed route";
+  const uint64_t settled = routes.version();
+  EXPECT_FALSE(routes.Add(Addr("10.1.0.7"), 32, 6).ok());
+  EXPECT_EQ(routes.version(), settled) << "a refused route changes nothing";
+  // Many addresses, some sharing a cache entry: every answer is the table's.
+  for (uint32_t host = 0; host < 1000; ++host) {
+    const uint32_t ip = Ip("10.1.0.0") + host * 7919;
+    EXPECT_EQ(cache.LookupPort(routes, ip), routes.LookupPort(ip)) << host;
+    EXPECT_EQ(cache.LookupPort(routes, ip), routes.LookupPort(ip)) << host << ", cached";
+  }
+}
+
 TEST(MulticastTableTest, AddMemberBuildsAGroupPortByPortInOrder) {
   MulticastTable groups;
   ASSERT_TRUE(groups.AddMember(Addr("239.0.0.1"), 4).ok());

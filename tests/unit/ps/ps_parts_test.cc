@@ -168,6 +168,16 @@ TEST(SumsTest, BoundsAndOpenRange) {
   EXPECT_TRUE(HasInt32Bound(p));
   p[61] = 0x7FFFFFFFu;
   EXPECT_TRUE(HasInt32Bound(p));
+  // Their neighbours are no bounds; a bound counts at every position.
+  for (uint32_t near : {0x7FFFFFFEu, 0x80000001u, 0xFFFFFFFFu, 0u, 1u}) {
+    p.fill(near);
+    EXPECT_FALSE(HasInt32Bound(p)) << near;
+  }
+  for (size_t i = 0; i < p.size(); ++i) {
+    p.fill(0x80000001u);
+    p[i] = i % 2 == 0 ? 0x7FFFFFFFu : 0x80000000u;
+    EXPECT_TRUE(HasInt32Bound(p)) << i;
+  }
   IntSums sums{};
   sums[3] = std::numeric_limits<int32_t>::max() - 1;
   sums[4] = std::numeric_limits<int32_t>::min() + 1;
