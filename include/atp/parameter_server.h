@@ -115,6 +115,12 @@ class FrameSink {
   // Called synchronously; the span is valid during the call only. Must not
   // call back into the PS.
   virtual void SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) = 0;
+  // FrameBuffer (optional): 306 bytes the sink owns (a transmit buffer) where
+  // the PS may write its next frame in place, then pass it to SendFrame,
+  // which sends it without a copy; nullptr (the default): the PS writes into
+  // its own buffer and SendFrame copies. Valid until that SendFrame; asked
+  // again before it, the same buffer.
+  virtual uint8_t* FrameBuffer() { return nullptr; }
 };
 
 class ParameterServer {

@@ -57,7 +57,10 @@ PsIoLoop::PsIoLoop(std::unique_ptr<PsShard> shard, std::vector<transport::Queue*
   }
 }
 
-PsIoLoop::~PsIoLoop() { transport::ReleaseFrames(stage_); }
+PsIoLoop::~PsIoLoop() {
+  ReleaseLent();
+  transport::ReleaseFrames(stage_);
+}
 
 std::vector<int> PsIoLoop::wait_fds() const {
   std::vector<int> fds;
@@ -91,6 +94,7 @@ StepResult PsIoLoop::Step(TimePoint now) {
       if (n > 0) result.did_work = true;
       FlushSegments();
       FlushStage();
+      ReleaseLent();
       if (n < rx_.size()) break;
     }
     if (handed_to_queue_ || held_[i] > 0) held_[i] = current_->Flush();
@@ -114,6 +118,7 @@ StepResult PsIoLoop::Step(TimePoint now) {
     if (shard_->ReportWaiting(now, *this) > 0) {
       FlushSegments();
       FlushStage();
+      ReleaseLent();
       held_[0] = current_->Flush();
     }
     current_ = nullptr;
@@ -133,19 +138,47 @@ StepResult PsIoLoop::Step(TimePoint now) {
 
 void PsIoLoop::SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) {
   if (current_offloads_) return StageSegment(frame);
+  if (frame.data() == lent_.data && lent_.data != nullptr) {
+    // Written in place (FrameBuffer made room in the stage for it).
+    lent_.length = wire::kFrameBytes;
+    stage_.push_back(lent_);
+    lent_ = {};
+    return;
+  }
   StageFrame(frame.data());
+}
+
+uint8_t* PsIoLoop::FrameBuffer() {
+  if (current_ == nullptr || current_offloads_) return nullptr;
+  if (lent_.data == nullptr) {
+    if (stage_.size() == burst_) FlushStage();
+    if (!AllocFrame(&lent_)) {
+      lent_ = {};
+      return nullptr;
+    }
+  }
+  return lent_.data;
+}
+
+bool PsIoLoop::AllocFrame(transport::FrameRef* frame) {
+  if (current_->tx_pool().AllocBurst({frame, 1}) == 1) return true;
+  FlushStage();
+  current_->Flush();  // delivered frames return their buffers
+  return current_->tx_pool().AllocBurst({frame, 1}) == 1;
+}
+
+void PsIoLoop::ReleaseLent() {
+  if (lent_.data == nullptr) return;
+  transport::ReleaseFrames({&lent_, 1});
+  lent_ = {};
 }
 
 void PsIoLoop::StageFrame(const uint8_t* frame) {
   if (stage_.size() == burst_) FlushStage();
   transport::FrameRef ref;
-  if (current_->tx_pool().AllocBurst({&ref, 1}) == 0) {
-    FlushStage();
-    current_->Flush();  // delivered frames return their buffers
-    if (current_->tx_pool().AllocBurst({&ref, 1}) == 0) {
-      ++tx_dropped_;
-      return;
-    }
+  if (!AllocFrame(&ref)) {
+    ++tx_dropped_;
+    return;
   }
   std::memcpy(ref.data, frame, wire::kFrameBytes);
   ref.length = wire::kFrameBytes;

@@ -63,6 +63,15 @@ class PsIoLoop final : private FrameSink {
 
  private:
   void SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) override;
+  // FrameBuffer: a buffer of the current queue's tx_pool (lent_), which
+  // SendFrame stages as it is; nullptr on a queue that offloads segmentation
+  // (its frames become segments) or when the pool has none to give.
+  uint8_t* FrameBuffer() override;
+  // AllocFrame: one buffer of the current queue's tx_pool, flushing the
+  // stage (and the queue) once if it has none; false when it still has none.
+  bool AllocFrame(transport::FrameRef* frame);
+  // ReleaseLent: gives back a lent buffer no frame was sent in.
+  void ReleaseLent();
   // FlushStage: offers the staged frames to the current queue; drops what it
   // still cannot take after a Flush and a retry.
   void FlushStage();
@@ -82,6 +91,7 @@ class PsIoLoop final : private FrameSink {
   const size_t burst_;
   std::vector<transport::FrameRef> rx_;
   std::vector<transport::FrameRef> stage_;
+  transport::FrameRef lent_;  // FrameBuffer's, until SendFrame (data null: none)
   transport::Queue* current_ = nullptr;
   // offloads_[i]: queue i offloads segmentation; current_offloads_: current_'s.
   std::vector<bool> offloads_;

@@ -450,8 +450,13 @@ void PsShard::Encoder::Send(const wire::AtpMessage& message) {
   for (const transport::DeviceAddress& to : s.destinations_[message.header.job]) {
     s.fields_.dst_ip = to.ipv4;
     s.fields_.dst_mac = to.mac;
-    wire::EncodeFrame(s.fields_, message.payload, s.base_port_, s.frame_);
-    out->SendFrame(s.frame_);
+    // In the sink's transmit buffer when it lends one: no copy.
+    uint8_t* lent = out->FrameBuffer();
+    const std::span<uint8_t, wire::kFrameBytes> frame =
+        lent != nullptr ? std::span<uint8_t, wire::kFrameBytes>(lent, wire::kFrameBytes)
+                        : std::span<uint8_t, wire::kFrameBytes>(s.frame_);
+    wire::EncodeFrame(s.fields_, message.payload, s.base_port_, frame);
+    out->SendFrame(frame);
     ++s.frames_sent_;
   }
 }

@@ -127,6 +127,9 @@ namespace {
   const __m128i reverse_each_word =
       _mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
   size_t i = 0;
+  // Unrolled whole: 15 loads, shuffles and stores, without a counter and a
+  // branch per four values (about 55 instructions instead of 100).
+#pragma GCC unroll 16
   for (; i + 4 <= kValuesPerFragment; i += 4) {
     __m128i v;
     std::memcpy(&v, in + 4 * i, sizeof(v));

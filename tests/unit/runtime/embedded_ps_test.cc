@@ -109,6 +109,50 @@ TEST(EmbeddedPsTest, UnicastSendsTheSumToEveryWorker) {
   EXPECT_EQ(s.frames_sent, 2u);
 }
 
+// A sink that lends its own buffers (FrameSink::FrameBuffer): the PS writes
+// each frame there and sends that buffer, with the same bytes a copying sink
+// gets.
+class LendingSink : public FrameSink {
+ public:
+  uint8_t* FrameBuffer() override {
+    ++lent;
+    buffers.emplace_back(wire::kFrameBytes, 0xEE);  // no byte left unwritten
+    return buffers.back().data();
+  }
+  void SendFrame(std::span<const uint8_t, wire::kFrameBytes> frame) override {
+    in_place += frame.data() == buffers.back().data() ? 1 : 0;
+    frames.emplace_back(frame.begin(), frame.end());
+  }
+  int lent = 0;
+  int in_place = 0;
+  std::vector<std::vector<uint8_t>> buffers;
+  std::vector<std::vector<uint8_t>> frames;
+};
+
+TEST(EmbeddedPsTest, ASinkThatLendsBuffersGetsTheFramesWrittenInThem) {
+  auto lending = EmbeddedParameterServer::Create(TwoWorkerJob(ParameterDelivery::kUnicast),
+                                                 Address("10.0.0.100"));
+  auto copying = EmbeddedParameterServer::Create(TwoWorkerJob(ParameterDelivery::kUnicast),
+                                                 Address("10.0.0.100"));
+  ASSERT_TRUE(lending.ok() && copying.ok());
+  LendingSink lent;
+  CollectingSink copied;
+  JoinQueues(**lending, /*queues=*/1, lent);
+  JoinQueues(**copying, /*queues=*/1, copied);
+  lent.frames.clear();
+  copied.frames.clear();
+  const int lent_before = lent.lent;
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_EQ((*lending)->HandleFrame(Gradient(w, 0, 0, 7 + 28 * w), lent), wire::DecodeError::kOk);
+    EXPECT_EQ((*copying)->HandleFrame(Gradient(w, 0, 0, 7 + 28 * w), copied),
+              wire::DecodeError::kOk);
+  }
+  ASSERT_EQ(lent.frames.size(), 2u);
+  EXPECT_EQ(lent.lent - lent_before, 2);
+  EXPECT_EQ(lent.in_place, lent.lent) << "every frame was sent in the buffer lent for it";
+  EXPECT_EQ(lent.frames, copied.frames);
+}
+
 // A gradient a switch marked CE while only forwarding it (ATP-SPEC 7): the
 // PS carries the mark into the ATP ecn bit of the parameter packet, where the
 // workers' congestion control reads it.
