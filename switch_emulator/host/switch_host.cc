@@ -245,8 +245,8 @@ uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, uint32_t 
   if (ip == nullptr) return 0;
   const uint32_t dst = LoadBig32(ip + 16);
   if (IsMulticastAddress(dst)) {
-    *looked_up = LookedUp{LookedUp::Kind::kGroup, dst, RouteTable::kNoPort,
-                          options_.multicast.Ports(dst)};
+    *looked_up =
+        LookedUp{LookedUp::Kind::kGroup, dst, RouteTable::kNoPort, options_.multicast.Ports(dst)};
     uint32_t depth = 0;
     for (uint32_t port : looked_up->group_ports) {
       if (port != in_port && port < ports_.size()) {

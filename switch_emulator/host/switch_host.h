@@ -169,7 +169,7 @@ class SwitchHost {
   struct LookedUp {
     enum class Kind : uint8_t { kNone, kUnicast, kGroup } kind = Kind::kNone;
     uint32_t dst = 0;
-    uint32_t port = RouteTable::kNoPort;  // kUnicast
+    uint32_t port = RouteTable::kNoPort;    // kUnicast
     std::span<const uint32_t> group_ports;  // kGroup
   };
   // DepthFor: the ECN depth toward where `frame` will go.
