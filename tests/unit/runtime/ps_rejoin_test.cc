@@ -67,6 +67,17 @@ class Sent : public FrameSink {
   std::vector<wire::AtpMessage> messages;
 };
 
+// ExpectOnlyAReplayRequest: the PS's only status asks `worker` to replay
+// positions [first, end).
+void ExpectOnlyAReplayRequest(const Sent& sent, uint64_t first, uint64_t end, int worker) {
+  const std::vector<protocol::StatusBody> statuses = sent.Statuses();
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kReplayRequest);
+  EXPECT_EQ(statuses[0].expected, first);
+  EXPECT_EQ(statuses[0].received, end);
+  EXPECT_EQ(statuses[0].workers.ToVector(), std::vector<int>{worker});
+}
+
 wire::AtpMessage Gradient(int worker, uint32_t position, uint32_t value) {
   wire::AtpMessage m;
   m.header.job = kJob;
@@ -137,12 +148,7 @@ TEST(PsRejoinTest, AResultOfTheDeadPsThatCameAfterAJoinIsReplayed) {
   lagging.acked_after_lowest[0] = 0b11;  // 6 and 7
   lagging.acked_end = 8;
   ps.OnMessage(testing::JoinMessage(kJob, 1, kWorkers, 0, lagging), now, sent);
-  statuses = sent.Statuses();
-  ASSERT_EQ(statuses.size(), 1u);
-  EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kReplayRequest);
-  EXPECT_EQ(statuses[0].expected, 5u);
-  EXPECT_EQ(statuses[0].received, 6u);
-  EXPECT_EQ(statuses[0].workers.ToVector(), std::vector<int>{0});
+  ExpectOnlyAReplayRequest(sent, /*first=*/5, /*end=*/6, /*worker=*/0);
 
   // Worker 0 replays the packet it got; the PS multicasts it bit for bit.
   sent.messages.clear();
@@ -200,12 +206,7 @@ TEST(PsRejoinTest, JoinsThatAnsweredTheDeadPsAreIgnored) {
   protocol::JoinBody lagging = testing::JoinAt(kWorkers, kSlots, 5, 8);
   lagging.answers = ps.incarnation();
   ps.OnMessage(testing::JoinMessage(kJob, 1, kWorkers, 0, lagging), now, sent);
-  statuses = sent.Statuses();
-  ASSERT_EQ(statuses.size(), 1u);
-  EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kReplayRequest);
-  EXPECT_EQ(statuses[0].expected, 5u);
-  EXPECT_EQ(statuses[0].received, 8u);
-  EXPECT_EQ(statuses[0].workers.ToVector(), std::vector<int>{0});
+  ExpectOnlyAReplayRequest(sent, /*first=*/5, /*end=*/8, /*worker=*/0);
   stats = {};
   ps.AddTo(stats);
   EXPECT_EQ(stats.stale_joins, 2u);
