@@ -27,6 +27,7 @@ std::unique_ptr<switchd::SwitchHost> MakeHost(std::string name,
   // Each scan visits every aggregator; the node runs one per scan period.
   options.orphan_scan_budget = pipeline.aggregators().size() > 0 ? pipeline.aggregators().size() : 1;
   options.orphan_scan_interval = TimeDelta::Zero();
+  options.orphan_scan_spread = false;
   options.depth_at_each_frame = true;  // a link's depth at the frame, as a switch sees it
   auto host = switchd::SwitchHost::Create(std::move(options), {}, std::move(pipeline));
   Check(host.status());

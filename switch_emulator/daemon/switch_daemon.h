@@ -52,7 +52,8 @@ struct SwitchDaemonOptions {
   // host: the datapath's options (name, pipeline, routes, multicast,
   // admission, bursts, orphan scans; port indices into the DaemonPort list),
   // given to the SwitchHost as they are. The default orphan_scan_interval
-  // (zero) scans a bounded budget every poll round.
+  // (zero) and orphan_scan_spread scan every poll round, its share of a pass
+  // per quarter of the orphan timeout.
   SwitchHostOptions host;
   // clock: read once per poll round; unset: CLOCK_MONOTONIC. Tests inject a fake.
   std::function<TimePoint()> clock;

@@ -1,6 +1,7 @@
 #include "switch_emulator/host/switch_host.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -163,9 +164,22 @@ TimePoint SwitchHost::NextDeadline() const {
 
 bool SwitchHost::ScanOrphansIfDue(TimePoint now) {
   if (now < next_scan_) return false;
-  pipeline_.ScanOrphans(now, options_.orphan_scan_budget);
+  pipeline_.ScanOrphans(now, OrphanScanBudget(now - last_scan_));
+  last_scan_ = now;
   next_scan_ = now + options_.orphan_scan_interval;
   return true;
+}
+
+size_t SwitchHost::OrphanScanBudget(TimeDelta since_last) const {
+  const size_t most = options_.orphan_scan_budget;
+  const TimeDelta timeout = pipeline_.orphan_timeout();
+  if (!options_.orphan_scan_spread || timeout.IsInfinite()) return most;
+  const double pass_ns = static_cast<double>(timeout.ToNanoseconds()) / 4.0;
+  const double since_ns = static_cast<double>(since_last.ToNanoseconds());
+  if (since_ns >= pass_ns) return most;
+  const double share =
+      std::ceil(static_cast<double>(pipeline_.aggregators().size()) * since_ns / pass_ns);
+  return std::clamp(static_cast<size_t>(share), size_t{1}, most);
 }
 
 void SwitchHost::FlushAll() {

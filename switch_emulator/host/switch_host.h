@@ -72,11 +72,18 @@ struct SwitchHostOptions {
   IngressAdmission admission;
   uint32_t max_burst = 32;    // frames per RxBurst, 1..256
   uint32_t tx_attempts = 4;   // TxBurst tries (a Flush between) before dropping, >= 1
-  // orphan_scan_budget: aggregators one orphan scan visits, >= 1.
+  // orphan_scan_budget: aggregators one orphan scan visits at most, >= 1.
   size_t orphan_scan_budget = 256;
   // orphan_scan_interval: time between orphan scans while aggregators are in
   // use; zero scans at every Step.
   TimeDelta orphan_scan_interval = TimeDelta::Zero();
+  // orphan_scan_spread: a scan visits only its share of the time since the
+  // last one (OrphanScanBudget): a full pass per quarter of the pipeline's
+  // orphan timeout, however often Step runs. Without it every scan visits
+  // orphan_scan_budget aggregators, which a daemon polling every few
+  // microseconds pays at every round (the simulator, which steps only at its
+  // deadlines, turns it off and scans everything each time).
+  bool orphan_scan_spread = true;
   // depth_at_each_frame: the ECN depth of a frame's egress queue is its
   // Flush() answer at that frame (for media where Flush only reads a depth:
   // the simulator's links, the in-process fabric); false: what the queue
@@ -124,6 +131,11 @@ class SwitchHost {
   TimePoint NextDeadline() const;
   // ScanOrphansIfDue: the orphan scan of Step, alone. Returns true if it ran.
   bool ScanOrphansIfDue(TimePoint now);
+  // OrphanScanBudget: the aggregators a scan `since_last` after the previous
+  // one visits: with orphan_scan_spread, the aggregator count times
+  // since_last / (orphan timeout / 4), rounded up, in [1, orphan_scan_budget];
+  // without it (or with an infinite timeout), orphan_scan_budget.
+  size_t OrphanScanBudget(TimeDelta since_last) const;
 
   // FlushAll: a Flush of every queue of every port.
   void FlushAll();
@@ -211,6 +223,7 @@ class SwitchHost {
   RouteCache route_cache_;  // of options_.routes, for the datapath
   uint64_t poll_rounds_ = 0;
   TimePoint next_scan_ = TimePoint::FromNanoseconds(0);
+  TimePoint last_scan_ = TimePoint::FromNanoseconds(0);
 
   // Datapath scratch, sized at Create.
   std::vector<transport::FrameRef> rx_;

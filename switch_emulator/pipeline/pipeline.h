@@ -139,6 +139,7 @@ class SwitchPipeline {
   // job_counters: one job's counters (all zero for a job not in the table).
   const PipelineJobCounters& job_counters(uint8_t job) const { return job_counters_[job]; }
   size_t aggregators_in_use() const { return in_use_; }
+  TimeDelta orphan_timeout() const { return orphan_timeout_; }
   // aggregators: read-only view, for tests and statistics.
   const AggregatorArray& aggregators() const { return aggregators_; }
   ValueKernel kernel() const { return kernels_.kind; }

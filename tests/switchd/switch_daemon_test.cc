@@ -760,5 +760,30 @@ TEST(SwitchHostWaitFdsTest, EveryQueueOfEveryPortThatHasOneIsListed) {
   EXPECT_EQ((*host)->WaitFds(), expected);
 }
 
+// The idle scan visits its share of the time since the last one: a daemon
+// polling every few microseconds visits an aggregator or two per round, not
+// orphan_scan_budget, and a whole pass still takes a quarter of the orphan
+// timeout (QuietWorkerPortLeavesOrphansThatTheScanFrees: orphans still go).
+TEST(SwitchHostOrphanScanTest, ABudgetInProportionToTheTimeSinceTheLastScan) {
+  SwitchHostOptions options;
+  options.pipeline.aggregator_count = 4096;
+  options.pipeline.orphan_timeout = TimeDelta::FromMilliseconds(8);  // a pass: 2 ms
+  options.orphan_scan_budget = 1024;
+  absl::StatusOr<std::unique_ptr<SwitchHost>> host = SwitchHost::Create(options, {});
+  ASSERT_TRUE(host.ok()) << host.status();
+  const SwitchHost& h = **host;
+  EXPECT_EQ(h.OrphanScanBudget(TimeDelta::Zero()), 1u) << "at least one";
+  EXPECT_EQ(h.OrphanScanBudget(TimeDelta::FromMicroseconds(1)), 3u) << "4096 x 1/2000, up";
+  EXPECT_EQ(h.OrphanScanBudget(TimeDelta::FromMicroseconds(250)), 512u);
+  EXPECT_EQ(h.OrphanScanBudget(TimeDelta::FromMicroseconds(1000)), 1024u) << "capped";
+  EXPECT_EQ(h.OrphanScanBudget(TimeDelta::FromSeconds(1)), 1024u);
+
+  options.orphan_scan_spread = false;  // the simulator's: the budget every time
+  host = SwitchHost::Create(options, {});
+  ASSERT_TRUE(host.ok()) << host.status();
+  EXPECT_EQ((*host)->OrphanScanBudget(TimeDelta::Zero()), 1024u);
+  EXPECT_EQ((*host)->OrphanScanBudget(TimeDelta::FromMicroseconds(1)), 1024u);
+}
+
 }  // namespace
 }  // namespace atp::switchd
