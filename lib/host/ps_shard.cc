@@ -239,7 +239,7 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
   }
   if (join.answers != 0 && join.answers != incarnation_) {
     // It answered a dead PS's request, and was still queued for it when this
-    // PS started: the stream has moved since. Three such joins would make a
+    // PS started: the stream has moved since. One from every worker would make a
     // decision that misses the results the dead PS delivered after them, and
     // this PS would ask no more.
     ++stale_joins_;
