@@ -165,6 +165,10 @@ class LocalCluster:
             config = os.path.join(self.dir, "switch.yaml")
             with open(config, "w") as f:
                 f.write(switch_yaml(self.job))
+            # Both daemons sleep on their sockets between frames instead of
+            # spinning first: they share the machine with the training
+            # processes, whose cores a spinning daemon would take; a frame's
+            # arrival wakes them (poll on the socket).
             self._spawn("switch", [find_binary("atp-switchd"), "--config=" + config,
                                    "--stats_json=" + os.path.join(self.dir, "switch.json"),
                                    "--spin_iterations=0", "--yield_iterations=0"])
