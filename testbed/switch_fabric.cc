@@ -316,21 +316,6 @@ transport::EndpointId SwitchFabric::EndpointOf(const Port& port) const {
   return port.endpoint_id;
 }
 
-const SwitchFabric::Role& SwitchFabric::RoleOf(uint32_t ipv4) {
-  Role& cached = role_cache_[(ipv4 * 0x9E3779B9u) >> (32 - kEndpointCacheBits)];
-  if (cached.valid && cached.ipv4 == ipv4) return cached;
-  cached = Role{ipv4, true};
-  if (auto group = group_racks_.find(ipv4); group != group_racks_.end()) {
-    cached.group = &group->second;
-  }
-  if (auto at = worker_port_.find(ipv4); at != worker_port_.end()) {
-    cached.worker = true;
-    cached.sw = at->second.first;
-    cached.port = at->second.second;
-  }
-  return cached;
-}
-
 void SwitchFabric::Emit(std::span<uint8_t, kFrameBytes> frame, const FrameRef& out) {
   // The wire sends one frame to every endpoint: the fabric's output is the
   // bytes of the first copy that left (the original's, if it did, stay in place).
@@ -416,13 +401,13 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
   const uint8_t* bytes = frame.data();
 
   // A parameter packet: toward the job's group.
-  if (const Role& to = RoleOf(LoadBig32(bytes + kDstIpOffset)); to.group != nullptr) {
+  if (auto group = group_racks_.find(LoadBig32(bytes + kDstIpOffset)); group != group_racks_.end()) {
     if (Lose()) return WireDecision{WireAction::kDrop, {}};
     ++counters_.multicast;
     if (!switches_.empty()) return Run(frame, ps_switch_, ps_port_, now);
     // No switch: replicated to the workers like a multicast router.
     endpoints_.clear();
-    for (const std::vector<wire::Ipv4Address>& rack : *to.group) {
+    for (const std::vector<wire::Ipv4Address>& rack : group->second) {
       for (const wire::Ipv4Address& ip : rack) {
         if (Lose() || Filtered(ip, bytes)) continue;
         if (const transport::EndpointId e = EndpointFor(ip.value); e != kNoEndpoint) {
@@ -434,9 +419,9 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
   }
 
   // A gradient (or anything else) from a worker: up through the switches.
-  if (const Role& from = RoleOf(LoadBig32(bytes + kSrcIpOffset)); from.worker) {
+  if (auto at = worker_port_.find(LoadBig32(bytes + kSrcIpOffset)); at != worker_port_.end()) {
     if (Lose()) return WireDecision{WireAction::kDrop, {}};
-    return Run(frame, from.sw, from.port, now);
+    return Run(frame, at->second.first, at->second.second, now);
   }
   if (Lose()) return WireDecision{WireAction::kDrop, {}};
   return WireDecision{WireAction::kRoute, {}};

@@ -159,18 +159,6 @@ class SwitchFabric final : public transport::FrameProcessor {
   transport::EndpointId EndpointFor(uint32_t ipv4) const;
   // EndpointOf: EndpointFor a kEndpoint port's node, kept in the port.
   transport::EndpointId EndpointOf(const Port& port) const;
-  // Role: what `ipv4` (host order) is to the fabric, from group_racks_ and
-  // worker_port_ (fixed once Create returns) through role_cache_: each frame
-  // needs two, and a hash probe that misses costs as much as one that hits.
-  struct Role {
-    uint32_t ipv4 = 0;
-    bool valid = false;   // a cache entry in use
-    bool worker = false;  // a worker's address: it enters at (sw, port)
-    uint32_t sw = 0;
-    uint32_t port = 0;
-    const std::vector<std::vector<wire::Ipv4Address>>* group = nullptr;  // a job's group: its racks
-  };
-  const Role& RoleOf(uint32_t ipv4);
   transport::WireDecision Run(std::span<uint8_t, transport::kFrameBytes> frame,
                               uint32_t sw, uint32_t port, TimePoint now);
   void Emit(std::span<uint8_t, transport::kFrameBytes> frame, const transport::FrameRef& out);
@@ -206,7 +194,6 @@ class SwitchFabric final : public transport::FrameProcessor {
   static constexpr int kEndpointCacheBits = 6;
   mutable std::array<CachedEndpoint, size_t{1} << kEndpointCacheBits>
       endpoint_cache_{};  // under mu_
-  std::array<Role, size_t{1} << kEndpointCacheBits> role_cache_{};  // under mu_
 };
 
 }  // namespace atp::testbed

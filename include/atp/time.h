@@ -12,6 +12,7 @@
 #define ATP_TIME_H_
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -77,6 +78,19 @@ class TimePoint {
 };
 
 constexpr TimePoint Earliest(TimePoint a, TimePoint b) { return a < b ? a : b; }
+
+// ShareOfPass: how many of `total` items a sweep `since` after its previous
+// one visits so that every item is visited once per `pass` (the engines'
+// orphan scans): total * since / pass rounded up, at least 1, at most total;
+// total once `since` reaches `pass`.
+constexpr size_t ShareOfPass(size_t total, TimeDelta since, TimeDelta pass) {
+  if (since >= pass) return total;
+  const double share = static_cast<double>(total) * static_cast<double>(since.ToNanoseconds()) /
+                       static_cast<double>(pass.ToNanoseconds());
+  const auto rounded = static_cast<size_t>(share);
+  const size_t up = static_cast<double>(rounded) < share ? rounded + 1 : rounded;
+  return up < 1 ? 1 : (up > total ? total : up);
+}
 
 }  // namespace atp
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <utility>
 
 #include "atp/status_macros.h"
@@ -252,11 +251,8 @@ size_t PsEngine::ScanOrphans(TimePoint now, size_t budget) {
 size_t PsEngine::OrphanScanBudget(TimeDelta interval) const {
   const size_t total = touched_.size();
   if (config_.orphan_timeout.IsInfinite()) return 1;
-  const double pass_ns = static_cast<double>(config_.orphan_timeout.ToNanoseconds()) / 4.0;
-  const double interval_ns = static_cast<double>(interval.ToNanoseconds());
-  if (interval_ns <= 0.0 || interval_ns >= pass_ns) return total;
-  const double budget = std::ceil(static_cast<double>(total) * interval_ns / pass_ns);
-  return std::clamp(static_cast<size_t>(budget), size_t{1}, total);
+  if (interval <= TimeDelta::Zero()) return total;
+  return ShareOfPass(total, interval, config_.orphan_timeout / 4);
 }
 
 void PsEngine::ResetLive(SlotState& slot) {

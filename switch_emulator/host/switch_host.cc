@@ -1,7 +1,6 @@
 #include "switch_emulator/host/switch_host.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -174,12 +173,7 @@ size_t SwitchHost::OrphanScanBudget(TimeDelta since_last) const {
   const size_t most = options_.orphan_scan_budget;
   const TimeDelta timeout = pipeline_.orphan_timeout();
   if (!options_.orphan_scan_spread || timeout.IsInfinite()) return most;
-  const double pass_ns = static_cast<double>(timeout.ToNanoseconds()) / 4.0;
-  const double since_ns = static_cast<double>(since_last.ToNanoseconds());
-  if (since_ns >= pass_ns) return most;
-  const double share =
-      std::ceil(static_cast<double>(pipeline_.aggregators().size()) * since_ns / pass_ns);
-  return std::clamp(static_cast<size_t>(share), size_t{1}, most);
+  return std::min(most, ShareOfPass(pipeline_.aggregators().size(), since_last, timeout / 4));
 }
 
 void SwitchHost::FlushAll() {
