@@ -375,6 +375,11 @@ TEST(LoopbackWaitFd, ASleepingReceiverIsAlwaysWokenAndMissesNothing) {
   EXPECT_TRUE(in_order.load());
   EXPECT_EQ(timeouts.load(), 0u) << "of " << sleeps.load() << " sleeps, some were never woken";
   EXPECT_GT(sleeps.load(), 0u) << "the receiver did sleep on wait_fd";
+  // The receiver stopped at its last frame, maybe before the sender's last
+  // raise: the wait_fd may still say "look". One look at the empty ring (all
+  // writes are done: the sender is this thread) lowers it for good.
+  FrameRef rx[1];
+  EXPECT_EQ(b->queue(0).RxBurst(rx), 0u);
   EXPECT_FALSE(Readable(b->queue(0).wait_fd()));
 }
 
