@@ -152,6 +152,14 @@ class Parser {
       ATP_ASSIGN_OR_RETURN(size_t level, ctx_.OneOf(*v, "dpdk.log_level", levels));
       config_.dpdk.log_level = std::string(levels[level]);
     }
+    if (std::optional<YamlField> v = dpdk.Take("rx_interrupts")) {
+      constexpr transport::DpdkRxInterrupts kChoices[] = {transport::DpdkRxInterrupts::kIfAvailable,
+                                                          transport::DpdkRxInterrupts::kRequired,
+                                                          transport::DpdkRxInterrupts::kOff};
+      ATP_ASSIGN_OR_RETURN(size_t choice,
+                           ctx_.OneOf(*v, "dpdk.rx_interrupts", {"auto", "required", "off"}));
+      config_.dpdk.rx_interrupts = kChoices[choice];
+    }
     return dpdk.Finish();
   }
 

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "atp/time.h"
+#include "atp/transport/dpdk.h"
 #include "atp/wire.h"
 #include "switch_emulator/pipeline/job_table.h"
 #include "switch_emulator/pipeline/pipeline_config.h"
@@ -115,6 +116,10 @@ struct DpdkConfig {
   uint32_t memory_mb = 256;
   bool hugepages = false;  // false: --no-huge (no root, no hugepage files)
   std::string log_level = "warning";
+  // rx_interrupts: `rx_interrupts: auto | required | off`: whether idle
+  // ports wake the datapath thread by Rx interrupt (NICs, net_tap; memif
+  // has none) or are polled (atp/transport/dpdk.h).
+  transport::DpdkRxInterrupts rx_interrupts = transport::DpdkRxInterrupts::kIfAvailable;
 };
 
 struct SwitchdConfig {

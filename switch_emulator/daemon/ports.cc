@@ -107,6 +107,7 @@ absl::StatusOr<std::unique_ptr<transport::DpdkDevice>> OpenDpdkPort(const Switch
   // whose server restarts reconnects from that thread (DpdkReconnect::kAuto).
   options.reconnect = transport::DpdkReconnect::kAuto;
   options.polling = transport::DpdkPolling::kOneThread;
+  options.rx_interrupts = config.dpdk.rx_interrupts;
   options.source = transport::DpdkPortSource::kCreateVdev;
   switch (port.type) {
     case PortType::kMemif: {

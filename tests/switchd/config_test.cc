@@ -283,6 +283,15 @@ TEST(SwitchdConfigTest, SwitchAddressAndDpdkLogLevel) {
   absl::StatusOr<SwitchdConfig> config = ParseSwitchdConfig(Minimal("dpdk: {log_level: '7'}\n"), kPath);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->dpdk.log_level, "7");
+  EXPECT_EQ(config->dpdk.rx_interrupts, transport::DpdkRxInterrupts::kIfAvailable);
+  EXPECT_THAT(ErrorOf(Minimal("dpdk: {rx_interrupts: sometimes}\n")),
+              StartsWith(At(5) + "dpdk.rx_interrupts: expected one of auto, required, off"));
+  config = ParseSwitchdConfig(Minimal("dpdk: {rx_interrupts: off}\n"), kPath);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->dpdk.rx_interrupts, transport::DpdkRxInterrupts::kOff);
+  config = ParseSwitchdConfig(Minimal("dpdk: {rx_interrupts: required}\n"), kPath);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->dpdk.rx_interrupts, transport::DpdkRxInterrupts::kRequired);
 }
 
 TEST(SwitchdConfigTest, PortNames) {

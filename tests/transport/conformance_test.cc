@@ -1,9 +1,17 @@
 // tests/transport/conformance_test.cc: the rules every transport backend
 // keeps (atp/transport.h), run over every backend compiled in. A backend that
 // cannot open here is skipped with the reason its harness gives.
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "atp/transport.h"
@@ -434,6 +442,113 @@ TEST_P(TransportConformance, NoBufferLeaksAfterARun) {
   }
   EXPECT_TRUE(PoolsAreFull(a()));
   EXPECT_TRUE(PoolsAreFull(b()));
+}
+
+// A backend with a wait_fd (atp/transport.h) must wake a receiver that
+// sleeps on it whenever RxBurst found nothing, for every frame, on every
+// queue (with software steering, also for frames another queue's hardware
+// queue received and its thread handed over), and must not stay readable
+// once the frames are taken. Two queues of B, each with a receiving thread
+// of its own that polls until every frame of both arrived (with software
+// steering a queue's thread is the only reader of its hardware queue, where
+// the other queue's frames may land too); the sender paces itself on what
+// was received, not on time.
+TEST_P(TransportConformance, ASleepingReceiverIsWokenForEveryFrameOnEveryQueue) {
+  DeviceOptions options;
+  options.num_queues = 2;
+  ATP_OPEN_OR_SKIP(options);
+  for (uint32_t q = 0; q < 2; ++q) {
+    if (b().queue(q).wait_fd() < 0) GTEST_SKIP() << GetParam() << " has no wait_fd (it polls)";
+  }
+  constexpr uint32_t kFrames = 3000;
+  constexpr uint32_t kAhead = 256;  // at most this many sent and not yet received
+  constexpr int kSleepMs = 5000;    // far longer than any pause of the sender
+  std::mt19937 random(20261203);    // deterministic bursts
+  std::vector<uint32_t> queue_of;   // the queue of each frame, in sending order
+  uint32_t to_queue[2] = {0, 0};
+  while (queue_of.size() < kFrames) {
+    const uint32_t q = random() % 2;
+    const uint32_t size = std::min<uint32_t>(1 + random() % 32, kFrames - queue_of.size());
+    queue_of.insert(queue_of.end(), size, q);
+    to_queue[q] += size;
+  }
+  std::atomic<uint32_t> received{0};
+  std::atomic<uint64_t> sleeps{0};
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<bool> in_order{true};
+  std::atomic<bool> stop{false};
+  // all_received: written once the last frame arrived, to wake the other
+  // receiver from its sleep.
+  const int all_received = ::eventfd(0, EFD_CLOEXEC);
+  ASSERT_GE(all_received, 0);
+  auto receive = [&](uint32_t q) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    uint32_t next = 0;  // the position expected next on queue q
+    while (received.load() < kFrames && !stop) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        stop = true;
+        break;
+      }
+      FrameRef rx[32];
+      const size_t n = b().queue(q).RxBurst(rx);
+      for (size_t i = 0; i < n; ++i) {
+        wire::FrameFields fields;
+        if (wire::DecodeFrame({rx[i].data, rx[i].length}, b().base_port(), &fields, nullptr) !=
+                wire::DecodeError::kOk ||
+            fields.header.queue() != q || fields.header.position() != next) {
+          in_order = false;
+        }
+        ++next;
+      }
+      ReleaseFrames({rx, n});
+      if (n > 0 && received.fetch_add(static_cast<uint32_t>(n)) + n == kFrames) {
+        const uint64_t one = 1;
+        EXPECT_EQ(::write(all_received, &one, sizeof(one)), static_cast<ssize_t>(sizeof(one)));
+      }
+      if (n == 0) {
+        pollfd fds[2] = {{b().queue(q).wait_fd(), POLLIN, 0}, {all_received, POLLIN, 0}};
+        sleeps.fetch_add(1);
+        if (::poll(fds, 2, kSleepMs) == 0) timeouts.fetch_add(1);
+      }
+    }
+    EXPECT_EQ(next, to_queue[q]) << "queue " << q;
+  };
+  std::thread receiver0(receive, 0);
+  std::thread receiver1(receive, 1);
+  uint32_t sent[2] = {0, 0};
+  for (size_t first = 0; first < queue_of.size() && !stop;) {
+    while (first - received.load() > kAhead && !stop) std::this_thread::yield();
+    size_t end = first;
+    while (end < queue_of.size() && queue_of[end] == queue_of[first]) ++end;
+    const uint32_t q = queue_of[first];
+    std::vector<FrameBytes> burst;
+    for (size_t i = first; i < end; ++i) {
+      burst.push_back(FrameAtoB(wire::MakeSeq(q, sent[q]++), static_cast<uint32_t>(i)));
+    }
+    if (SendAll(a().queue(0), burst, nullptr) != burst.size()) {
+      ADD_FAILURE() << "A did not take frames " << first << " to " << end;
+      stop = true;
+    }
+    first = end;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (a().queue(0).Flush() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  receiver0.join();
+  receiver1.join();
+  ::close(all_received);
+  EXPECT_EQ(received.load(), kFrames);
+  EXPECT_TRUE(in_order.load());
+  EXPECT_EQ(timeouts.load(), 0u) << "of " << sleeps.load() << " sleeps, some were never woken";
+  EXPECT_GT(sleeps.load(), 0u) << "the receivers did sleep on the wait fds";
+  // Each receiver stopped at its last frame: one empty look per queue (this
+  // thread's now) lowers what the last frames raised.
+  for (uint32_t q = 0; q < 2; ++q) {
+    FrameRef rx[1];
+    EXPECT_EQ(b().queue(q).RxBurst(rx), 0u);
+    EXPECT_FALSE(Readable(b().queue(q).wait_fd())) << "queue " << q << " with nothing waiting";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TransportConformance, ::testing::ValuesIn(BackendNames()),

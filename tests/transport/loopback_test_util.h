@@ -4,8 +4,6 @@
 #ifndef ATP_TESTS_TRANSPORT_LOOPBACK_TEST_UTIL_H_
 #define ATP_TESTS_TRANSPORT_LOOPBACK_TEST_UTIL_H_
 
-#include <poll.h>
-
 #include <cstring>
 #include <memory>
 #include <span>
@@ -65,12 +63,6 @@ inline size_t Take(Queue& queue, const std::vector<FrameBytes>& frames) {
   const size_t taken = queue.TxBurst(refs);
   ReleaseFrames(std::span(refs).subspan(taken));
   return taken;
-}
-
-// Readable: whether `fd` polls readable now.
-inline bool Readable(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
 }
 
 }  // namespace atp::transport::testing

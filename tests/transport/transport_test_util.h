@@ -3,6 +3,8 @@
 #ifndef ATP_TESTS_TRANSPORT_TRANSPORT_TEST_UTIL_H_
 #define ATP_TESTS_TRANSPORT_TRANSPORT_TEST_UTIL_H_
 
+#include <poll.h>
+
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -75,6 +77,12 @@ class Collector {
 
 // PoolsAreFull: every pool of every queue of `device` has all its buffers.
 ::testing::AssertionResult PoolsAreFull(Device& device);
+
+// Readable: whether `fd` polls readable now.
+inline bool Readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
 
 }  // namespace atp::transport::testing
 

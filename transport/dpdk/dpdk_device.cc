@@ -1,5 +1,7 @@
 // transport/dpdk/dpdk_device.cc: opening and closing a DPDK port: the port
 // itself (found or hot-plugged), its queues and pools, steering, the link.
+#include <rte_version.h>
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -21,6 +23,7 @@
 #include "transport/dpdk/netns.h"
 #include "transport/dpdk/peer_table.h"
 #include "transport/dpdk/port_config.h"
+#include "transport/dpdk/rx_wait.h"
 #include "transport/dpdk/status.h"
 #include "transport/dpdk/steering_rings.h"
 
@@ -89,7 +92,14 @@ class DpdkPortDevice final : public DpdkDevice, private internal::PortRestarter 
   }
   absl::Status FindPort();
   absl::Status ConfigurePort();
+  // SetUpHardwareQueues: rte_eth_rx/tx_queue_setup of every queue, with the
+  // pools ConfigurePort made (after each rte_eth_dev_configure).
+  absl::Status SetUpHardwareQueues(const rte_eth_dev_info& info, uint16_t rx_descriptors,
+                                   uint16_t tx_descriptors);
   absl::Status SetUpSteering();
+  // SetUpRxWaits: each queue's wait_fd from the port's Rx interrupts
+  // (rx_wait.h), after the steering is known.
+  absl::Status SetUpRxWaits();
   void ClosePort();
 
   const DpdkOptions options_;
@@ -110,6 +120,11 @@ class DpdkPortDevice final : public DpdkDevice, private internal::PortRestarter 
   internal::PeerTable peers_;
   std::unique_ptr<internal::SteeringRings> steering_rings_;
   std::vector<std::unique_ptr<DpdkQueue>> queues_;
+  std::vector<rte_mempool*> rx_mempools_;  // queues_[q]'s RX pool's mempool
+  // rx_interrupts_: the port was started with intr_conf.rxq (rx_waits_ may
+  // still be empty: the driver gave a queue none).
+  bool rx_interrupts_ = false;
+  std::vector<std::unique_ptr<internal::RxWait>> rx_waits_;  // one per queue, or none
 };
 
 absl::Status DpdkPortDevice::Open() {
@@ -117,6 +132,7 @@ absl::Status DpdkPortDevice::Open() {
   ATP_RETURN_IF_ERROR(FindPort());
   ATP_RETURN_IF_ERROR(ConfigurePort());
   ATP_RETURN_IF_ERROR(SetUpSteering());
+  ATP_RETURN_IF_ERROR(SetUpRxWaits());
   if (options_.link_timeout > TimeDelta::Zero()) {
     ATP_RETURN_IF_ERROR(WaitForLink(options_.link_timeout));
   }
@@ -167,8 +183,17 @@ absl::Status DpdkPortDevice::ConfigurePort() {
         info.max_tx_queues, " TX queues; ", n,
         " of each are needed (af_packet / af_xdp: create it with qpairs / queue_count = ", n, ")"));
   }
+  rx_interrupts_ = options_.rx_interrupts != DpdkRxInterrupts::kOff &&
+                   !internal::DriverLacksRxInterrupts(driver_name_);
+  if (options_.rx_interrupts == DpdkRxInterrupts::kRequired && !rx_interrupts_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("DpdkRxInterrupts::kRequired: port ", options_.port, " (", driver_name_,
+                     ") has no Rx interrupts in DPDK ", rte_version(),
+                     "; open it with kIfAvailable (its queues are then polled) or kOff"));
+  }
   rte_eth_conf conf{};
   conf.rxmode.mq_mode = RTE_ETH_MQ_RX_NONE;
+  conf.intr_conf.rxq = rx_interrupts_ ? 1 : 0;
   tx_offloads_ = internal::SelectTxOffloads(info.tx_offload_capa);
   conf.txmode.offloads = tx_offloads_;
   if (int ret = rte_eth_dev_configure(port_id_, static_cast<uint16_t>(n), static_cast<uint16_t>(n),
@@ -214,21 +239,7 @@ absl::Status DpdkPortDevice::ConfigurePort() {
     tx.headroom = options_.device.headroom;
     tx.frame_room = kFrameBytes;
     ATP_ASSIGN_OR_RETURN(std::unique_ptr<MbufPool> tx_pool, MbufPool::Create(tx));
-
-    if (int ret = rte_eth_rx_queue_setup(port_id_, static_cast<uint16_t>(q), rx_descriptors,
-                                         static_cast<unsigned>(socket), nullptr, rx_pool->mempool());
-        ret != 0) {
-      return RteErrorStatus(ret, absl::StrCat("rte_eth_rx_queue_setup(", options_.port, ", ", q,
-                                              ", ", rx_descriptors, " descriptors)"));
-    }
-    rte_eth_txconf txconf = info.default_txconf;
-    txconf.offloads = tx_offloads_;
-    if (int ret = rte_eth_tx_queue_setup(port_id_, static_cast<uint16_t>(q), tx_descriptors,
-                                         static_cast<unsigned>(socket), &txconf);
-        ret != 0) {
-      return RteErrorStatus(ret, absl::StrCat("rte_eth_tx_queue_setup(", options_.port, ", ", q,
-                                              ", ", tx_descriptors, " descriptors)"));
-    }
+    rx_mempools_.push_back(rx_pool->mempool());
     DpdkQueueConfig config;
     config.port_id = port_id_;
     config.index = q;
@@ -248,12 +259,27 @@ absl::Status DpdkPortDevice::ConfigurePort() {
       rx_mempool->set_release(internal::MempoolRelease::kAtOnce);
     }
   }
+  ATP_RETURN_IF_ERROR(SetUpHardwareQueues(info, rx_descriptors, tx_descriptors));
   if (options_.promiscuous == DpdkPromiscuous::kOn) {
     if (int ret = rte_eth_promiscuous_enable(port_id_); ret != 0 && ret != -ENOTSUP) {
       return RteErrorStatus(ret, absl::StrCat("rte_eth_promiscuous_enable(", options_.port, ")"));
     }
   }
-  const int ret = Gated([&] { return rte_eth_dev_start(port_id_); });
+  int ret = Gated([&] { return rte_eth_dev_start(port_id_); });
+  if (ret != 0 && rx_interrupts_ && options_.rx_interrupts == DpdkRxInterrupts::kIfAvailable) {
+    // Some drivers refuse to start with Rx interrupts they cannot give (a
+    // NIC without VFIO's interrupt vectors): again without.
+    rx_interrupts_ = false;
+    conf.intr_conf.rxq = 0;
+    if (int again = rte_eth_dev_configure(port_id_, static_cast<uint16_t>(n),
+                                          static_cast<uint16_t>(n), &conf);
+        again != 0) {
+      return RteErrorStatus(
+          again, absl::StrCat("rte_eth_dev_configure(", options_.port, ") without Rx interrupts"));
+    }
+    ATP_RETURN_IF_ERROR(SetUpHardwareQueues(info, rx_descriptors, tx_descriptors));
+    ret = Gated([&] { return rte_eth_dev_start(port_id_); });
+  }
   if (ret != 0) {
     // A memif client fails to start when no server listens yet: its link
     // stays down until a restart finds one (WaitForLink, Reconnect, kAuto).
@@ -262,6 +288,57 @@ absl::Status DpdkPortDevice::ConfigurePort() {
                                             ") (too few RX mbufs for the descriptors?)"));
   }
   port_started_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status DpdkPortDevice::SetUpHardwareQueues(const rte_eth_dev_info& info,
+                                                 uint16_t rx_descriptors, uint16_t tx_descriptors) {
+  const int socket = rte_eth_dev_socket_id(port_id_);
+  for (uint32_t q = 0; q < num_queues(); ++q) {
+    if (int ret = rte_eth_rx_queue_setup(port_id_, static_cast<uint16_t>(q), rx_descriptors,
+                                         static_cast<unsigned>(socket), nullptr, rx_mempools_[q]);
+        ret != 0) {
+      return RteErrorStatus(ret, absl::StrCat("rte_eth_rx_queue_setup(", options_.port, ", ", q,
+                                              ", ", rx_descriptors, " descriptors)"));
+    }
+    rte_eth_txconf txconf = info.default_txconf;
+    txconf.offloads = tx_offloads_;
+    if (int ret = rte_eth_tx_queue_setup(port_id_, static_cast<uint16_t>(q), tx_descriptors,
+                                         static_cast<unsigned>(socket), &txconf);
+        ret != 0) {
+      return RteErrorStatus(ret, absl::StrCat("rte_eth_tx_queue_setup(", options_.port, ", ", q,
+                                              ", ", tx_descriptors, " descriptors)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DpdkPortDevice::SetUpRxWaits() {
+  if (!rx_interrupts_ || !port_started_) {
+    if (options_.rx_interrupts == DpdkRxInterrupts::kRequired) {
+      return absl::FailedPreconditionError(absl::StrCat("DpdkRxInterrupts::kRequired: port ",
+                                                        options_.port, " (", driver_name_,
+                                                        ") did not start with Rx interrupts"));
+    }
+    return absl::OkStatus();
+  }
+  const bool steered_in_software = steering_ == Steering::kSoftware && num_queues() > 1;
+  for (uint32_t q = 0; q < num_queues(); ++q) {
+    const int steering_fd = steered_in_software ? steering_rings_->AddSignal(q) : -1;
+    absl::StatusOr<std::unique_ptr<internal::RxWait>> wait =
+        internal::RxWait::Create(port_id_, static_cast<uint16_t>(q), steering_fd);
+    if (!wait.ok() || (steered_in_software && steering_fd < 0)) {
+      rx_waits_.clear();  // all queues sleep on interrupts, or none
+      if (options_.rx_interrupts == DpdkRxInterrupts::kRequired) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "DpdkRxInterrupts::kRequired: port ", options_.port, " (", driver_name_,
+            "): ", wait.ok() ? "no eventfd for a steering ring" : wait.status().message()));
+      }
+      return absl::OkStatus();
+    }
+    rx_waits_.push_back(*std::move(wait));
+  }
+  for (uint32_t q = 0; q < num_queues(); ++q) queues_[q]->set_rx_wait(rx_waits_[q].get());
   return absl::OkStatus();
 }
 
@@ -378,6 +455,9 @@ void DpdkPortDevice::ClosePort() {
   const bool memif = driver_name_ == "net_memif";
   constexpr TimeDelta kBarrierTimeout = TimeDelta::FromSeconds(1);
   if (port_found_) {
+    // The interrupts leave their epoll sets while the port still has them.
+    for (auto& queue : queues_) queue->set_rx_wait(nullptr);
+    rx_waits_.clear();
     internal::RemoveFlowSteering(port_id_, flows_);
     if (memif) (void)internal::InterruptThreadBarrier(kBarrierTimeout);
     // Holding the gate: the interrupt thread does no memif work meanwhile.

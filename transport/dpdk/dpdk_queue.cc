@@ -47,6 +47,19 @@ DpdkQueue::~DpdkQueue() {
 
 size_t DpdkQueue::RxBurst(std::span<FrameRef> frames) {
   EnsureThreadLcore();
+  size_t n = Receive(frames);
+  if (n == 0 && rx_wait_ != nullptr) {
+    // Idle: arm the wake-ups, then look once more (a frame may have come
+    // between the look and the arming; rx_wait.h).
+    const bool steered = steering_rings_->LowerIfRaised(config_.index);
+    if (rx_wait_->OnEmpty() || steered) n = Receive(frames);
+  }
+  rx_pool_->NoteHandedOut(n);
+  stats_.rx_frames += n;
+  return n;
+}
+
+size_t DpdkQueue::Receive(std::span<FrameRef> frames) {
   rte_mbuf* mbufs[kChunk];
   size_t n = 0;
   // First what other queues' threads steered here: frames of one flow take
@@ -68,6 +81,7 @@ size_t DpdkQueue::RxBurst(std::span<FrameRef> frames) {
       const uint16_t got = rte_eth_rx_burst(config_.port_id, static_cast<uint16_t>(config_.index),
                                             mbufs, static_cast<uint16_t>(want));
       MbufsFromDriver(mbufs, got);
+      if (got > 0 && rx_wait_ != nullptr) rx_wait_->OnFrames();
       n += SortReceived(mbufs, got, frames.data() + n);
       if (config_.num_queues > 1) PostOutboxes();
       if (got == 0 && config_.restarter != nullptr) MaybeRestartPort();
@@ -75,8 +89,6 @@ size_t DpdkQueue::RxBurst(std::span<FrameRef> frames) {
     }
     if (gate != nullptr) gate->Leave(gate_slot_);
   }
-  rx_pool_->NoteHandedOut(n);
-  stats_.rx_frames += n;
   return n;
 }
 

@@ -18,6 +18,7 @@
 #include "transport/dpdk/interrupt_gate.h"
 #include "transport/dpdk/mbuf_pool.h"
 #include "transport/dpdk/peer_table.h"
+#include "transport/dpdk/rx_wait.h"
 #include "transport/dpdk/steering_rings.h"
 
 namespace atp::transport::internal {
@@ -77,6 +78,13 @@ class DpdkQueue final : public Queue {
   FramePool& rx_pool() override { return *rx_pool_; }
   FramePool& tx_pool() override { return *tx_pool_; }
   QueueStats stats() const override;
+  // wait_fd: the port's Rx interrupt and the steering ring's signal
+  // (rx_wait.h), when the device has Rx interrupts; else -1.
+  int wait_fd() const override { return rx_wait_ != nullptr ? rx_wait_->fd() : -1; }
+
+  // set_rx_wait: the device's RxWait for this queue (it outlives its use
+  // here), or null; control path, no burst running.
+  void set_rx_wait(RxWait* rx_wait) { rx_wait_ = rx_wait; }
 
   // set_steering: what the device chose once the port was started; control
   // path, before traffic.
@@ -88,6 +96,8 @@ class DpdkQueue final : public Queue {
   static constexpr TimeDelta kRestartCheckEvery = TimeDelta::FromMilliseconds(200);
 
  private:
+  // Receive: RxBurst's work: the steering ring, then the hardware queue.
+  size_t Receive(std::span<FrameRef> frames);
   // SortReceived: classifies what the hardware queue returned: frames for
   // this queue go to `out` (returns how many), frames for another queue to
   // its outbox, the rest is freed and counted as bad.
@@ -135,6 +145,7 @@ class DpdkQueue final : public Queue {
   uint32_t cached_queues_ = 0;
 
   QueueStats stats_;
+  RxWait* rx_wait_ = nullptr;
 
   GateSlot gate_slot_;              // this queue's thread, inside a burst
   uint64_t next_restart_check_ = 0;  // TSC cycles

@@ -29,4 +29,12 @@ uint32_t RxDriverReserve(std::string_view driver_name, uint32_t rx_descriptors,
 
 bool DriverAbandonsRxBuffers(std::string_view driver_name) { return driver_name == "net_af_xdp"; }
 
+bool DriverLacksRxInterrupts(std::string_view driver_name) {
+  for (std::string_view none :
+       {"net_memif", "net_ring", "net_af_packet", "net_af_xdp", "net_null", "net_pcap"}) {
+    if (driver_name == none) return true;
+  }
+  return false;
+}
+
 }  // namespace atp::transport::internal

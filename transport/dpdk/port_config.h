@@ -40,6 +40,13 @@ uint32_t RxDriverReserve(std::string_view driver_name, uint32_t rx_descriptors,
 // closes rather than when every mbuf is back, which would be never.
 bool DriverAbandonsRxBuffers(std::string_view driver_name);
 
+// DriverLacksRxInterrupts: whether driver `driver_name` is one of the
+// virtual devices known to have no Rx interrupts in DPDK 22.11 (net_memif,
+// net_ring, net_af_packet, net_af_xdp, net_null, net_pcap: no
+// rx_queue_intr_enable and no per-queue event fd). Other drivers are asked
+// for them and may still turn out to have none.
+bool DriverLacksRxInterrupts(std::string_view driver_name);
+
 }  // namespace atp::transport::internal
 
 #endif  // ATP_TRANSPORT_DPDK_PORT_CONFIG_H_

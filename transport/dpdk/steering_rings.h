@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "transport/common/rx_signal.h"
 #include "transport/dpdk/dpdk_headers.h"
 #include "transport/dpdk/mbuf_pool.h"
 #include "transport/dpdk/mpsc_ring.h"
@@ -34,7 +35,7 @@ class SteeringRings {
   ~SteeringRings();
 
   // Post: hands mbufs[0, n) to queue q (any thread); those that do not fit
-  // are freed and counted as q's drops.
+  // are freed and counted as q's drops. Raises q's signal, if it has one.
   void Post(uint32_t q, rte_mbuf* const* mbufs, size_t n) {
     Slot& slot = *slots_[q];
     const size_t done = slot.ring.Push(mbufs, n);
@@ -42,10 +43,25 @@ class SteeringRings {
       FreeMbufs(const_cast<rte_mbuf**>(mbufs + done), n - done);
       slot.drops.fetch_add(n - done, std::memory_order_relaxed);
     }
+    if (done > 0 && slot.signal != nullptr) slot.signal->Raise();
   }
 
   // Take: up to `n` mbufs waiting for queue q, oldest first. Queue q's thread only.
   size_t Take(uint32_t q, rte_mbuf** out, size_t n) { return slots_[q]->ring.Pop(out, n); }
+
+  // AddSignal: gives ring q a wake-up (rx_signal.h) for a queue that sleeps
+  // on its wait_fd; returns its eventfd (-1: none could be made). Control
+  // path, before the queues run.
+  int AddSignal(uint32_t q) {
+    slots_[q]->signal = std::make_unique<RxSignal>();
+    return slots_[q]->signal->fd();
+  }
+  // LowerIfRaised: queue q's thread, on finding ring q empty: true when it
+  // may have been posted to since (look again). rx_signal.h.
+  bool LowerIfRaised(uint32_t q) {
+    RxSignal* signal = slots_[q]->signal.get();
+    return signal != nullptr && signal->LowerIfRaised();
+  }
 
   uint64_t drops(uint32_t q) const { return slots_[q]->drops.load(std::memory_order_relaxed); }
 
@@ -54,6 +70,7 @@ class SteeringRings {
     explicit Slot(size_t frames) : ring(frames) {}
     MpscRing<rte_mbuf*> ring;
     alignas(64) std::atomic<uint64_t> drops{0};
+    std::unique_ptr<RxSignal> signal;  // with Rx interrupts only
   };
   SteeringRings() = default;
 

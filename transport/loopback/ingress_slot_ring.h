@@ -32,7 +32,7 @@
 #include <span>
 
 #include "atp/transport/frame_pool.h"
-#include "transport/loopback/rx_signal.h"
+#include "transport/common/rx_signal.h"
 
 namespace atp::transport::internal {
 

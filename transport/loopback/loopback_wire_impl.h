@@ -16,9 +16,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "atp/transport/loopback.h"
 #include "transport/common/frame_layout.h"
+#include "transport/common/rx_signal.h"
 #include "transport/loopback/frame_slot_ring.h"
 #include "transport/loopback/ingress_slot_ring.h"
-#include "transport/loopback/rx_signal.h"
 
 namespace atp::transport::internal {
 

@@ -1,6 +1,6 @@
 // atp/transport/dpdk.h: ATP over DPDK ports: a NIC bound to a DPDK driver, or
 // a virtual device (net_ring in one process, net_memif between processes,
-// net_af_packet / net_af_xdp on a kernel interface).
+// net_af_packet / net_af_xdp on a kernel interface, net_tap as one).
 //
 // The EAL (DPDK's environment: memory, cores, devices) is set up once per
 // process, before any port is opened:
@@ -188,6 +188,22 @@ enum class DpdkPolling : uint8_t {
   kOneThread,       // one thread polls every queue (a switch's datapath)
 };
 
+// DpdkRxInterrupts: whether the queues' wait_fd() is the port's Rx
+// interrupts, so that a runtime's back-off sleeps until a frame arrives
+// instead of for a fixed time. The port is asked for them (intr_conf.rxq);
+// each queue's interrupt is armed (rte_eth_dev_rx_intr_enable) when RxBurst
+// finds its hardware queue empty and disarmed when frames come again, so a
+// busy queue never touches it. net_tap and most NIC drivers (mlx5, mlx4,
+// i40e, ice, ixgbe, igb, ena, bnxt, virtio...) have them; DPDK 22.11's
+// net_memif, net_ring, net_af_packet and net_af_xdp do not (their queues
+// return -1 and are polled). With software steering and several queues, a
+// queue's wait_fd also wakes when another queue's thread hands it frames.
+enum class DpdkRxInterrupts : uint8_t {
+  kIfAvailable,  // when the driver has them; otherwise wait_fd() is -1
+  kRequired,     // or fail to open, saying why
+  kOff,          // never: wait_fd() is -1 (pure polling)
+};
+
 // DpdkPeer: a node reachable through the port, with its number of queues.
 struct DpdkPeer {
   DeviceAddress address;
@@ -220,6 +236,7 @@ struct DpdkOptions {
   // reconnect, polling: memif clients (see DpdkReconnect).
   DpdkReconnect reconnect = DpdkReconnect::kAuto;
   DpdkPolling polling = DpdkPolling::kThreadPerQueue;
+  DpdkRxInterrupts rx_interrupts = DpdkRxInterrupts::kIfAvailable;
 
   absl::Status Validate() const;
 };

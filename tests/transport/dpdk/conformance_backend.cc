@@ -1,6 +1,6 @@
 // tests/transport/dpdk/conformance_backend.cc: the one backend of a DPDK
 // conformance binary, "dpdk" over the medium named at compile time
-// (ATP_DPDK_MEDIUM: ring, memif, af_packet, af_xdp). Takes the place of
+// (ATP_DPDK_MEDIUM: ring, memif, af_packet, af_xdp, tap). Takes the place of
 // tests/transport/backends.cc, which lists the in-process backends.
 #include <memory>
 #include <string>
@@ -11,7 +11,7 @@
 #include "tests/transport/dpdk/dpdk_harness.h"
 
 #ifndef ATP_DPDK_MEDIUM
-#error "ATP_DPDK_MEDIUM must name the medium (kRing, kMemif, kAfPacket, kAfXdp)"
+#error "ATP_DPDK_MEDIUM must name the medium (kRing, kMemif, kAfPacket, kAfXdp, kTap)"
 #endif
 
 namespace atp::transport::testing {

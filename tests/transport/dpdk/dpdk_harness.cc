@@ -19,6 +19,10 @@ namespace {
 
 wire::Ipv4Address Ip(const char* text) { return *wire::Ipv4Address::Parse(text); }
 
+// The kernel interfaces of the tap medium's two ports (inside its namespace).
+constexpr const char* kTapA = "atpta";
+constexpr const char* kTapB = "atptb";
+
 // PairKeepAlive: what a pair's devices need to outlive them.
 struct PairKeepAlive {
   std::unique_ptr<TestNetns> netns;        // veth media: destroyed last
@@ -99,11 +103,30 @@ class DpdkHarness final : public BackendHarness {
         }
         break;
       }
+      case DpdkMedium::kTap: {
+        absl::StatusOr<std::unique_ptr<TestNetns>> netns = TestNetns::CreateWithBridge();
+        if (!netns.ok()) return netns.status();
+        keep_alive->netns = *std::move(netns);
+        const std::string name = UniqueTestName("net_tap");
+        for (auto [options_of, iface, suffix] :
+             {std::tuple{&a, kTapA, "a"}, std::tuple{&b, kTapB, "b"}}) {
+          options_of->port = name + suffix;
+          options_of->source = DpdkPortSource::kCreateVdev;
+          options_of->netns = keep_alive->netns->name();
+          options_of->vdev_args = absl::StrCat("iface=", iface);
+        }
+        break;
+      }
     }
     absl::StatusOr<std::unique_ptr<DpdkDevice>> device_a = OpenDpdkDevice(a);
     if (!device_a.ok()) return device_a.status();
     absl::StatusOr<std::unique_ptr<DpdkDevice>> device_b = OpenDpdkDevice(b);
     if (!device_b.ok()) return device_b.status();
+    if (medium_ == DpdkMedium::kTap) {
+      for (const char* iface : {kTapA, kTapB}) {
+        if (absl::Status s = keep_alive->netns->Join(iface); !s.ok()) return s;
+      }
+    }
     if (absl::Status s = (*device_a)->WaitForLink(TimeDelta::FromSeconds(5)); !s.ok()) return s;
     return DevicePair{keep_alive, *std::move(device_a), *std::move(device_b)};
   }
@@ -116,6 +139,11 @@ class DpdkHarness final : public BackendHarness {
              "drops it there when that TPACKET RX ring is full: the sender never sees "
              "back-pressure";
     }
+    if (medium_ == DpdkMedium::kTap) {
+      return "a tap port writes every frame into the kernel at once, which bridges it to the "
+             "other tap's queue and drops it there when that queue (the tap's txqueuelen) is "
+             "full: the sender never sees back-pressure";
+    }
     if (medium_ == DpdkMedium::kAfXdp) {
       return "a veth hands every frame to the receiving side's XDP program at once, which "
              "redirects it into the XDP socket's RX ring, and the kernel drops it there when "
@@ -126,7 +154,9 @@ class DpdkHarness final : public BackendHarness {
 
   // InjectMalformed: sends, on A's hardware TX queue `queue` and bypassing
   // libatp's own checks, alternately a 100-byte frame and a whole-size frame
-  // that is not IPv4; both media pair A's TX queue i with B's RX queue i.
+  // that is not IPv4, from A's MAC to B's; the media pair A's TX queue i with
+  // B's RX queue i (tap: the kernel picks B's RX queue, so `queue` is that
+  // queue only when B has one).
   absl::Status InjectMalformed(DevicePair& pair, uint32_t queue, int count) override {
     auto& a = static_cast<DpdkDevice&>(*pair.a);
     for (int i = 0; i < count; ++i) {
@@ -137,8 +167,13 @@ class DpdkHarness final : public BackendHarness {
       rte_mbuf* mbuf = internal::MbufOf(frame);
       const uint16_t size = i % 2 == 0 ? 100 : kFrameBytes;
       std::memset(frame.data, 0x5A, size);
-      frame.data[12] = 0x86;  // EtherType 0x86DD: not IPv4
-      frame.data[13] = 0xDD;
+      // Addressed from A to B, so that a learning bridge (tap) forwards it.
+      std::memcpy(frame.data, pair.b->address().mac.bytes.data(), 6);
+      std::memcpy(frame.data + 6, a.address().mac.bytes.data(), 6);
+      // EtherType 0x88B5 (local experimental): not IPv4. (The tap medium's
+      // bridge drops malformed IPv6, 0x86DD, instead of forwarding it.)
+      frame.data[12] = 0x88;
+      frame.data[13] = 0xB5;
       mbuf->data_len = size;
       mbuf->pkt_len = size;
       internal::MbufsToDriver(&mbuf, 1);
@@ -162,6 +197,7 @@ std::string_view DpdkMediumName(DpdkMedium medium) {
     case DpdkMedium::kMemif: return "memif";
     case DpdkMedium::kAfPacket: return "af_packet";
     case DpdkMedium::kAfXdp: return "af_xdp";
+    case DpdkMedium::kTap: return "tap";
   }
   return "unknown";
 }

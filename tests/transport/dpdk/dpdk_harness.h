@@ -14,10 +14,12 @@
 namespace atp::transport::testing {
 
 enum class DpdkMedium : uint8_t {
-  kRing,       // DpdkRingLink: two net_ring ports in this process
-  kMemif,      // net_memif server and client in this process, abstract socket
-  kAfPacket,   // net_af_packet on a veth pair in a test namespace (root)
-  kAfXdp,      // net_af_xdp on a veth pair in a test namespace (root)
+  kRing,      // DpdkRingLink: two net_ring ports in this process
+  kMemif,     // net_memif server and client in this process, abstract socket
+  kAfPacket,  // net_af_packet on a veth pair in a test namespace (root)
+  kAfXdp,     // net_af_xdp on a veth pair in a test namespace (root)
+  kTap,       // two net_tap ports on a kernel bridge in a test namespace (root):
+              // the one medium here with Rx interrupts (wait_fd)
 };
 
 std::string_view DpdkMediumName(DpdkMedium medium);

@@ -335,5 +335,25 @@ TEST_F(DpdkRingTest, OpeningFailsWithTheReason) {
   EXPECT_THAT(std::string(bad_vdev.status().message()), HasSubstr("rte_vdev_init"));
 }
 
+// net_ring has no Rx interrupts: by default its queues poll (no wait_fd),
+// and a device that requires them refuses to open, saying why.
+TEST_F(DpdkRingTest, APortWithoutRxInterruptsPollsOrRefusesWhenTheyAreRequired) {
+  OpenPair();
+  EXPECT_EQ(a_->queue(0).wait_fd(), -1);
+  EXPECT_EQ(b_->queue(0).wait_fd(), -1);
+  DpdkRingLinkOptions link;
+  link.name = testing::UniqueTestName("ri");
+  absl::StatusOr<std::unique_ptr<DpdkRingLink>> created = DpdkRingLink::Create(link);
+  ASSERT_TRUE(created.ok()) << created.status();
+  DpdkOptions options = DpdkPairOptions(DeviceOptions{}, DpdkRingLink::Side::kA);
+  options.port = (*created)->port_name(DpdkRingLink::Side::kA);
+  options.rx_interrupts = DpdkRxInterrupts::kRequired;
+  absl::StatusOr<std::unique_ptr<DpdkDevice>> device = OpenDpdkDevice(options);
+  ASSERT_FALSE(device.ok());
+  EXPECT_EQ(device.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(device.status().message()), HasSubstr("has no Rx interrupts"));
+  EXPECT_THAT(std::string(device.status().message()), HasSubstr("net_ring"));
+}
+
 }  // namespace
 }  // namespace atp::transport

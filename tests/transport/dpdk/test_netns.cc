@@ -26,30 +26,58 @@ int Run(const std::string& command) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TestNetns>> TestNetns::Create(uint32_t queues) {
+absl::StatusOr<std::unique_ptr<TestNetns>> TestNetns::Make(
+    const std::vector<std::string>& commands) {
   if (::geteuid() != 0) {
     return absl::FailedPreconditionError("network namespaces and veth pairs need root");
   }
   if (Run("ip -V") != 0) return absl::FailedPreconditionError("the `ip` command is missing");
   RemoveStale();
   std::unique_ptr<TestNetns> netns(new TestNetns(UniqueTestName(kPrefix)));
-  const std::string exec = absl::StrCat("ip netns exec ", netns->name(), " ");
-  const std::vector<std::string> commands = {
-      absl::StrCat("ip netns add ", netns->name()),
-      exec + "sysctl -w net.ipv6.conf.all.disable_ipv6=1",
-      exec + "sysctl -w net.ipv6.conf.default.disable_ipv6=1",
-      absl::StrCat(exec, "ip link add ", kVethA, " numtxqueues ", queues, " numrxqueues ", queues,
-                   " type veth peer name ", kVethB, " numtxqueues ", queues, " numrxqueues ",
-                   queues),
-      absl::StrCat(exec, "ip link set dev ", kVethA, " up"),
-      absl::StrCat(exec, "ip link set dev ", kVethB, " up"),
+  if (const std::string add = absl::StrCat("ip netns add ", netns->name()); Run(add) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("`", add, "` failed"));
+  }
+  std::vector<std::string> all = {
+      "sysctl -w net.ipv6.conf.all.disable_ipv6=1",
+      "sysctl -w net.ipv6.conf.default.disable_ipv6=1",
   };
-  for (const std::string& command : commands) {
-    if (Run(command) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat("`", command, "` failed"));
+  all.insert(all.end(), commands.begin(), commands.end());
+  for (const std::string& command : all) {
+    if (netns->Exec(command) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("`ip netns exec ", netns->name(), " ", command, "` failed"));
     }
   }
   return netns;
+}
+
+absl::StatusOr<std::unique_ptr<TestNetns>> TestNetns::Create(uint32_t queues) {
+  return Make({
+      absl::StrCat("ip link add ", kVethA, " numtxqueues ", queues, " numrxqueues ", queues,
+                   " type veth peer name ", kVethB, " numtxqueues ", queues, " numrxqueues ",
+                   queues),
+      absl::StrCat("ip link set dev ", kVethA, " up"),
+      absl::StrCat("ip link set dev ", kVethB, " up"),
+  });
+}
+
+absl::StatusOr<std::unique_ptr<TestNetns>> TestNetns::CreateWithBridge() {
+  return Make({
+      absl::StrCat("ip link add ", kBridge, " type bridge stp_state 0 forward_delay 0"),
+      absl::StrCat("ip link set dev ", kBridge, " up"),
+  });
+}
+
+absl::Status TestNetns::Join(const std::string& interface) const {
+  for (const std::string& command :
+       {absl::StrCat("ip link set dev ", interface, " master ", kBridge),
+        absl::StrCat("ip link set dev ", interface, " up")}) {
+    if (Exec(command) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("`ip netns exec ", name_, " ", command, "` failed"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 int TestNetns::Exec(const std::string& command) const {

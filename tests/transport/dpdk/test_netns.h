@@ -1,12 +1,14 @@
 // tests/transport/dpdk/test_netns.h: a network namespace with a veth pair in
-// it, for DPDK's af_packet and af_xdp drivers. Made and removed with `ip`;
-// needs root.
+// it, for DPDK's af_packet and af_xdp drivers, or with a bridge, for net_tap
+// interfaces to join. Made and removed with `ip`; needs root.
 #ifndef ATP_TESTS_TRANSPORT_DPDK_TEST_NETNS_H_
 #define ATP_TESTS_TRANSPORT_DPDK_TEST_NETNS_H_
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace atp::transport::testing {
@@ -24,6 +26,12 @@ class TestNetns {
   // Create: FailedPrecondition when not root or `ip` fails (the message says
   // which command). Removes the namespaces of dead test processes first.
   static absl::StatusOr<std::unique_ptr<TestNetns>> Create(uint32_t queues);
+  // CreateWithBridge: the namespace with bridge kBridge (up, no spanning
+  // tree, no forwarding delay) instead of the veth pair; Join puts an
+  // interface made in the namespace since (a net_tap port's) on it.
+  static constexpr const char* kBridge = "atpbr";
+  static absl::StatusOr<std::unique_ptr<TestNetns>> CreateWithBridge();
+  absl::Status Join(const std::string& interface) const;
   TestNetns(const TestNetns&) = delete;
   TestNetns& operator=(const TestNetns&) = delete;
   ~TestNetns();
@@ -39,6 +47,8 @@ class TestNetns {
 
  private:
   explicit TestNetns(std::string name) : name_(std::move(name)) {}
+  // Make: a new namespace, set up by `commands` (each run inside it).
+  static absl::StatusOr<std::unique_ptr<TestNetns>> Make(const std::vector<std::string>& commands);
   static void Remove(const std::string& name);
 
   std::string name_;

@@ -1,7 +1,7 @@
-// transport/loopback/rx_signal.h: a loopback receive ring's wait_fd: an
-// eventfd that polls readable while frames may be waiting on the ring, for a
-// runtime's back-off to sleep on (atp/transport.h, Queue::wait_fd). Private
-// to transport/loopback.
+// transport/common/rx_signal.h: a receive ring's wake-up: an eventfd that
+// polls readable while frames may be waiting on the ring, for a runtime's
+// back-off to sleep on (atp/transport.h, Queue::wait_fd). Loopback receive
+// rings and DPDK's software steering rings use it. Private to transport/.
 //
 // Senders Raise() after putting frames on the ring; the ring's consumer calls
 // LowerIfRaised() when it finds the ring empty and then looks once more. A
@@ -19,8 +19,8 @@
 // leaves the flag up: the write is on its way and is read next time, so the
 // eventfd never stays readable with the flag down (which would wake a
 // sleeping runtime over and over for nothing).
-#ifndef ATP_TRANSPORT_LOOPBACK_RX_SIGNAL_H_
-#define ATP_TRANSPORT_LOOPBACK_RX_SIGNAL_H_
+#ifndef ATP_TRANSPORT_COMMON_RX_SIGNAL_H_
+#define ATP_TRANSPORT_COMMON_RX_SIGNAL_H_
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -69,4 +69,4 @@ class RxSignal {
 
 }  // namespace atp::transport::internal
 
-#endif  // ATP_TRANSPORT_LOOPBACK_RX_SIGNAL_H_
+#endif  // ATP_TRANSPORT_COMMON_RX_SIGNAL_H_
