@@ -15,7 +15,8 @@ namespace atp::transport::testing {
 
 // TestNetns: namespace "atpd<pid>_<n>" holding veth interfaces kVethA and
 // kVethB (peers of each other, `queues` RX/TX queues each, up, IPv6 off so
-// that no router solicitation lands on a port, no addresses). The destructor
+// that no router solicitation lands on a port, no IGMP reports of link-local
+// groups, no addresses). The destructor
 // detaches any XDP program from both (a crashed DPDK process leaves one) and
 // deletes the namespace, which deletes the pair.
 class TestNetns {
