@@ -1,4 +1,4 @@
-// lib/runtime/options.cc: the Validate() of every public options struct.
+// lib/options/options.cc: the Validate() of every public options struct.
 #include "atp/options.h"
 
 #include <array>

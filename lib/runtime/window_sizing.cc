@@ -13,7 +13,7 @@
 namespace atp {
 namespace {
 
-constexpr uint32_t kMaxSlots = 1u << 16;  // JobOptions::slots' ceiling (lib/runtime/options.cc)
+constexpr uint32_t kMaxSlots = 1u << 16;  // JobOptions::slots' ceiling (lib/options/options.cc)
 constexpr double kMaxLinkBitsPerSecond = 1e13;
 
 absl::Status FieldError(std::string_view field, std::string_view name, const std::string& what) {
