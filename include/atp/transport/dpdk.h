@@ -190,10 +190,11 @@ enum class DpdkPolling : uint8_t {
 
 // DpdkRxInterrupts: whether the queues' wait_fd() is the port's Rx
 // interrupts, so that a runtime's back-off sleeps until a frame arrives
-// instead of for a fixed time. The port is asked for them (intr_conf.rxq);
-// each queue's interrupt is armed (rte_eth_dev_rx_intr_enable) when RxBurst
-// finds its hardware queue empty and disarmed when frames come again, so a
-// busy queue never touches it. net_tap and most NIC drivers (mlx5, mlx4,
+// instead of for a fixed time. The port is asked for them (intr_conf.rxq).
+// A NIC's are armed (rte_eth_dev_rx_intr_enable) when RxBurst finds the
+// queue's hardware queue empty and disarmed when frames come again, so a
+// busy queue never touches them; net_tap's need no arming (the fd is the
+// tap queue's own). net_tap and most NIC drivers (mlx5, mlx4,
 // i40e, ice, ixgbe, igb, ena, bnxt, virtio...) have them; DPDK 22.11's
 // net_memif, net_ring, net_af_packet and net_af_xdp do not (their queues
 // return -1 and are polled). With software steering and several queues, a
