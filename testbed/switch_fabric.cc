@@ -401,7 +401,8 @@ transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> fr
   const uint8_t* bytes = frame.data();
 
   // A parameter packet: toward the job's group.
-  if (auto group = group_racks_.find(LoadBig32(bytes + kDstIpOffset)); group != group_racks_.end()) {
+  if (auto group = group_racks_.find(LoadBig32(bytes + kDstIpOffset));
+      group != group_racks_.end()) {
     if (Lose()) return WireDecision{WireAction::kDrop, {}};
     ++counters_.multicast;
     if (!switches_.empty()) return Run(frame, ps_switch_, ps_port_, now);

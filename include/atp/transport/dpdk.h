@@ -1,6 +1,6 @@
 // atp/transport/dpdk.h: ATP over DPDK ports: a NIC bound to a DPDK driver, or
 // a virtual device (net_ring in one process, net_memif between processes,
-// net_af_packet / net_af_xdp on a kernel interface, net_tap as one).
+// net_af_packet / net_af_xdp on a kernel interface, net_tap making one).
 //
 // The EAL (DPDK's environment: memory, cores, devices) is set up once per
 // process, before any port is opened:
