@@ -80,6 +80,7 @@ size_t ReflectorQueue::RxBurst(std::span<transport::FrameRef> frames) {
 }
 
 size_t ReflectorQueue::TxBurst(std::span<const transport::FrameRef> frames) {
+  if (on_transmit_) on_transmit_();
   size_t taken = 0;
   for (; taken < frames.size(); ++taken) {
     const transport::FrameRef& frame = frames[taken];
@@ -101,6 +102,7 @@ size_t ReflectorQueue::TxBurst(std::span<const transport::FrameRef> frames) {
 }
 
 size_t ReflectorQueue::TxSegmented(const transport::SegmentationJob& job) {
+  if (on_transmit_) on_transmit_();
   std::array<uint8_t, wire::kFrameBytes> frame;
   size_t n = 0;
   if (mode_ == Mode::kDiscard && !job.empty()) {

@@ -27,8 +27,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "atp/transport.h"
@@ -72,6 +74,10 @@ class ReflectorQueue final : public transport::Queue {
   // discarded / last_discarded: kDiscard: frames dropped, and the last one.
   uint64_t discarded() const { return discarded_; }
   const Frame& last_discarded() const { return last_discarded_; }
+  // OnTransmit: `hook` runs as each TxBurst or TxSegmented begins, before the
+  // frames are taken: a test looks at the sender's state at the moment its
+  // frames leave.
+  void OnTransmit(std::function<void()> hook) { on_transmit_ = std::move(hook); }
 
  private:
   bool Answer(const uint8_t* frame);
@@ -88,6 +94,7 @@ class ReflectorQueue final : public transport::Queue {
   size_t held_head_ = 0;
   uint64_t discarded_ = 0;
   Frame last_discarded_{};
+  std::function<void()> on_transmit_;
   transport::QueueStats stats_;
 };
 

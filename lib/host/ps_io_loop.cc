@@ -126,9 +126,9 @@ StepResult PsIoLoop::Step(TimePoint now) {
   if (shard_->WantsOrphanScans()) {
     result.deadline = Earliest(result.deadline, last_orphan_scan_ + kOrphanScanInterval);
   }
-  // Publish after every step that did work (a copy of a few counters under an
-  // uncontended lock, once per burst) or released orphans, and now and then
-  // when idle.
+  // Publish again after every step that did work (the receive and drop counts
+  // of its last burst; FlushStage published before each burst left) or
+  // released orphans, and now and then when idle.
   if (result.did_work || released || now >= next_publish_) {
     Publish();
     next_publish_ = now + kPublishInterval;
@@ -217,6 +217,7 @@ void PsIoLoop::SendRun(size_t first, size_t count) {
     return StageFrame(frame.data());
   }
   FlushStage();  // what was staged before this run leaves before it
+  Publish();     // before the run leaves (see FlushStage)
   transport::SegmentationJob job;
   job.header = segment_headers_[first];
   job.messages = std::span(segment_messages_).subspan(first * wire::kMessageBytes,
@@ -234,6 +235,10 @@ void PsIoLoop::SendRun(size_t first, size_t count) {
 
 void PsIoLoop::FlushStage() {
   if (stage_.empty()) return;
+  // The statistics count these frames' completions before the frames leave:
+  // a worker that holds a result then finds it in statistics(), whichever
+  // thread reads them and however soon.
+  Publish();
   size_t taken = current_->TxBurst(stage_);
   handed_to_queue_ = true;
   if (taken < stage_.size()) {

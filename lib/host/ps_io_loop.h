@@ -53,7 +53,9 @@ class PsIoLoop final : private FrameSink {
   // caller that sleeps until the deadline still frees orphans).
   StepResult Step(TimePoint now);
 
-  // statistics: the last published snapshot; any thread.
+  // statistics: the last published snapshot; any thread. It is published
+  // before each burst of frames is handed to a queue, so it already counts
+  // every completion whose parameter packet a worker could hold.
   ParameterServerStats statistics() const;
   // Publish: snapshot now (the loop's thread, or after it stopped).
   void Publish();

@@ -171,5 +171,51 @@ TEST(PsIoLoopTest, UnicastToEachWorkerStaysInOrder) {
   EXPECT_EQ(offload.stats.tx_segmentation_jobs, 0u);
 }
 
+// A worker that holds a parameter packet finds its completion in the PS's
+// statistics, read from any thread: each transmit's frames are already
+// counted when the queue takes them (a snapshot published at the end of the
+// step would lag the frames by one step; a Python test read completed 0).
+TEST(PsIoLoopTest, StatisticsCountEveryCompletionBeforeItsParameterPacketLeaves) {
+  for (const transport::TxSegmentation segmentation :
+       {transport::TxSegmentation::kSoftware, transport::TxSegmentation::kKernelGso}) {
+    const std::vector<Frame> gradients = Gradients(200, 0);
+    ParameterServerOptions options;
+    ParameterServerJobOptions job;
+    job.job_id = kJob;
+    job.layout = RackLayout::Uniform(1, 1);
+    job.delivery = ParameterDelivery::kMulticast;
+    job.multicast_group = Address("239.1.0.3");
+    options.jobs.push_back(job);
+    options.gradient_source_check = SourceCheck::kOff;
+    testbed::ReflectorQueue queue(0, testbed::ReflectorQueue::Mode::kHold, 4096, segmentation);
+    ASSERT_TRUE(queue.InjectRx(testing::JoinFrame(kJob, 0, 1, /*queue=*/0, options.slots,
+                                                  Address("10.0.0.1"), Address("10.0.0.100"))));
+    for (const Frame& g : gradients) ASSERT_TRUE(queue.InjectRx(g));
+    auto shard = PsShard::Create(options, 0, Address("10.0.0.100"));
+    ASSERT_TRUE(shard.ok()) << shard.status();
+    PsIoLoop loop(std::move(*shard), {&queue}, wire::kDefaultBasePort, options.max_burst);
+    // Per transmit: the completions published as it began, and the frames
+    // the queue held by then (those of the transmits before it).
+    std::vector<uint64_t> published;
+    std::vector<size_t> held_before;
+    queue.OnTransmit([&] {
+      published.push_back(loop.statistics().completed);
+      held_before.push_back(queue.held().size());
+    });
+    TimePoint now = TimePoint::FromNanoseconds(1);
+    while (queue.rx_waiting() > 0) {
+      loop.Step(now);
+      now += TimeDelta::FromMicroseconds(1);
+    }
+    ASSERT_EQ(queue.held().size(), gradients.size());  // one parameter packet each
+    ASSERT_GT(published.size(), 1u);
+    held_before.push_back(queue.held().size());
+    for (size_t i = 0; i < published.size(); ++i) {
+      // Every frame held once transmit i was done was counted as it began.
+      EXPECT_GE(published[i], held_before[i + 1]) << "transmit " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace atp::host
