@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "atp/status_macros.h"
 #include "atp/transport/kernel_udp.h"
+#include "lib/runtime/loop_threads.h"
 
 namespace atp::testbed {
 namespace {
@@ -70,6 +71,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
     ATP_RETURN_IF_ERROR(
         options.jobs[j].job.Validate(absl::StrCat("LocalClusterOptions.jobs[", j, "].job")));
   }
+  if (options.ps_on_fabric_thread && !(loopback && options.fabric_thread)) {
+    return absl::InvalidArgumentError(
+        "LocalClusterOptions.ps_on_fabric_thread: needs fabric_thread (and the loopback wire)");
+  }
   if (options.shared_threads > 0) {
     absl::StatusOr<std::shared_ptr<SharedIoThreads>> threads =
         SharedIoThreads::Create(options.shared_threads, options.polling, "atp-cluster");
@@ -108,13 +113,20 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
     cluster->wire_ = transport::LoopbackWire::Create(std::move(wire_options));
     if (options.fabric_thread) {
       transport::LoopbackWire* wire = cluster->wire_.get();
-      ATP_ASSIGN_OR_RETURN(
-          cluster->fabric_thread_,
-          host::PollingThread::Start(
-              "atp-fabric", options.polling, {wire->processor_wait_fd()}, [wire](TimePoint) {
-                return host::StepResult{wire->StepProcessor(kFabricBudget) > 0,
-                                        TimePoint::Infinite()};
-              }));
+      host::PollingThread::StepFunction step = [wire](TimePoint) {
+        return host::StepResult{wire->StepProcessor(kFabricBudget) > 0, TimePoint::Infinite()};
+      };
+      if (options.ps_on_fabric_thread) {
+        ATP_ASSIGN_OR_RETURN(cluster->fabric_threads_,
+                             SharedIoThreads::Create(1, options.polling, "atp-fabric"));
+        cluster->fabric_step_ = cluster->fabric_threads_->threads().all[0]->Add(
+            {wire->processor_wait_fd()}, std::move(step));
+      } else {
+        ATP_ASSIGN_OR_RETURN(
+            cluster->fabric_thread_,
+            host::PollingThread::Start("atp-fabric", options.polling, {wire->processor_wait_fd()},
+                                       std::move(step)));
+      }
     }
   }
 
@@ -179,7 +191,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
       ps.io_threads = spec.ps_threads;
       ps.base_port = job.base_port;
       ps.polling = options.polling;
-      ps.shared_io_threads = cluster->shared_threads_;
+      ps.shared_io_threads =
+          cluster->fabric_threads_ != nullptr ? cluster->fabric_threads_ : cluster->shared_threads_;
       ps.orphan_timeout = spec.ps_orphan_timeout;
       if (job.stall_timeout != absl::InfiniteDuration()) {
         ps.waiting_report_interval = std::min(absl::Seconds(1), job.stall_timeout / 4);
@@ -217,6 +230,9 @@ LocalCluster::~LocalCluster() {
   for (Job& job : jobs_) job.workers.clear();
   for (Job& job : jobs_) job.servers.clear();
   fabric_thread_.reset();
+  // The group outlives this (the servers' saved options hold it): only the
+  // fabric's step must stop before the wire and the fabric go.
+  if (fabric_threads_ != nullptr) fabric_threads_->threads().all[0]->Remove(fabric_step_);
   for (Job& job : jobs_) {
     job.worker_devices.clear();
     job.ps_devices.clear();

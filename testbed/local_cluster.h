@@ -82,6 +82,13 @@ struct LocalClusterOptions {
   // stopped endpoint's last frames may then still be on their way through
   // the fabric (RestartParameterServer's while_stopped runs before they are).
   bool fabric_thread = false;
+  // ps_on_fabric_thread (with fabric_thread): the parameter servers' loops
+  // run on the fabric thread too, beside the switches, instead of with the
+  // workers'. Where the switches aggregate, the PS only relays each
+  // aggregate back as the parameter packet; on a machine of two cores this
+  // puts its share on the fabric's core, which then carries about as much
+  // work per fragment as the workers' (bench/RESULTS.md).
+  bool ps_on_fabric_thread = false;
   // Fabric (loopback only).
   double loss_rate = 0.0;
   uint64_t seed = 1;
@@ -156,7 +163,12 @@ class LocalCluster {
   std::unique_ptr<SwitchFabric> fabric_;
   std::shared_ptr<transport::LoopbackWire> wire_;
   // fabric_thread_: steps wire_'s processor (LocalClusterOptions::fabric_thread).
+  // With ps_on_fabric_thread, fabric_threads_ instead: a group of one thread
+  // whose steps are the fabric's (fabric_step_) and the parameter servers'
+  // loops (their options name the group, so it stops with the last of them).
   std::unique_ptr<host::PollingThread> fabric_thread_;
+  std::shared_ptr<SharedIoThreads> fabric_threads_;
+  host::PollingThread::StepId fabric_step_ = 0;
   // The endpoints hold it too (their options name it): it stops with the last.
   std::shared_ptr<SharedIoThreads> shared_threads_;
   std::vector<Job> jobs_;

@@ -56,7 +56,8 @@ std::string Describe(const ClusterShape& shape) {
   absl::StrAppend(&out, ", transport ", ClusterTransportFlag());
   if (ClusterTransportFlag() == "loopback") {
     absl::StrAppend(&out, ", switches ", SwitchesFlag(shape.racks),
-                    shape.fabric_thread ? " on a thread of their own" : "");
+                    shape.fabric_thread ? " on a thread of their own" : "",
+                    shape.ps_on_fabric_thread ? " (with the PS)" : "");
     if (absl::GetFlag(FLAGS_loss) > 0) absl::StrAppend(&out, ", loss ", absl::GetFlag(FLAGS_loss));
   }
   return out;
@@ -119,6 +120,11 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
         "--fabric_thread: only with --transport=loopback (kernel UDP has no switch)");
   }
   options.fabric_thread = shape.fabric_thread;
+  if (shape.ps_on_fabric_thread && !shape.fabric_thread) {
+    return absl::InvalidArgumentError(
+        "--ps_on_fabric_thread: needs the fabric thread (--fabric_thread=1)");
+  }
+  options.ps_on_fabric_thread = shape.ps_on_fabric_thread;
   testbed::LocalJob job;
   job.job.job_id = 1;
   job.job.layout.workers_per_rack.assign(static_cast<size_t>(shape.racks), 0);

@@ -34,6 +34,10 @@ struct ClusterShape {
   // fabric_thread: loopback only, the switches on a thread of their own
   // (testbed::LocalClusterOptions::fabric_thread). Named --fabric_thread.
   bool fabric_thread = false;
+  // ps_on_fabric_thread: with fabric_thread, the PS's loops run on the
+  // fabric thread (testbed::LocalClusterOptions::ps_on_fabric_thread). Named
+  // --ps_on_fabric_thread.
+  bool ps_on_fabric_thread = false;
 };
 
 // ClusterLoops: the I/O loops of `shape`'s job: each worker's queues and the PS's.

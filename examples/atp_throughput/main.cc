@@ -73,6 +73,10 @@ ABSL_FLAG(int, fabric_thread, -1,
           "switch is a machine of its own, and the I/O threads only quantize, send and receive "
           "(testbed::LocalClusterOptions::fabric_thread); 0: on the sending I/O thread, under "
           "the wire's lock; -1 (default): 1 where the machine has at least 2 cores.");
+ABSL_FLAG(bool, ps_on_fabric_thread, false,
+          "--role=cluster with the fabric thread: the PS's loop runs on the fabric thread, "
+          "beside the switches, instead of with the workers' (it only relays the switches' "
+          "aggregates back; testbed::LocalClusterOptions::ps_on_fabric_thread).");
 ABSL_FLAG(int, pause_after_iteration, 0,
           "--role=worker, for tests: once this many iterations are done (no operation in "
           "flight), stop the whole process (SIGSTOP) until it gets a SIGCONT, so that a test "
@@ -168,6 +172,7 @@ int Main(int argc, char** argv) {
   shape.racks = absl::GetFlag(FLAGS_racks);
   shape.io_threads = absl::GetFlag(FLAGS_io_threads);
   shape.fabric_thread = FabricThreadFromFlag(absl::GetFlag(FLAGS_fabric_thread));
+  shape.ps_on_fabric_thread = absl::GetFlag(FLAGS_ps_on_fabric_thread);
   shape.shared_threads = ClusterThreadsFromFlag(shape, absl::GetFlag(FLAGS_cluster_threads));
   // Each worker's input and output, the exact aggregate, and the oracle's
   // int64 sums (two floats' worth).
@@ -255,6 +260,7 @@ int Main(int argc, char** argv) {
     j["io_threads"] = shape.io_threads;
     j["cluster_threads"] = shape.shared_threads;
     j["fabric_thread"] = shape.fabric_thread;
+    j["ps_on_fabric_thread"] = shape.ps_on_fabric_thread;
     j["transport"] = ClusterTransportFlag();
     j["switches"] = SwitchesFlag(shape.racks);
     j["tensor_floats"] = n;
@@ -398,9 +404,9 @@ int RunWorker() {
   // A worker's job shape comes from the endpoint flags (--racks,
   // --workers_per_rack); its window and slots from the window flags, which
   // the PS (atp-ps) must share (examples/common/window_flags.h).
-  tool::ExitIfBad(kProgram, tool::RefuseGiven(
-                                {"workers", "switches", "loss", "cluster_threads", "fabric_thread"},
-                                "only with --role=cluster"));
+  tool::ExitIfBad(kProgram, tool::RefuseGiven({"workers", "switches", "loss", "cluster_threads",
+                                               "fabric_thread", "ps_on_fabric_thread"},
+                                              "only with --role=cluster"));
   CheckSizeFlags(3);  // input, output, expected sum
   if (!(deadline_s > 0)) return bad("--deadline_s: must be > 0");
   if (absl::GetFlag(FLAGS_rank) < 0) return bad("--rank: required with --role=worker (0, 1, ...)");

@@ -1,8 +1,10 @@
 // Whole jobs whose switches run on a thread of their own
 // (LocalClusterOptions::fabric_thread: the loopback wire's stepped
 // processor): with the endpoints on one shared thread or a thread each, over
-// one switch and two levels, with loss on every hop, every result is exact
-// and identical on every worker, and the fabric's work ran on its thread.
+// one switch and two levels, with loss on every hop, with the parameter
+// server's loop on the fabric thread too (ps_on_fabric_thread), every result
+// is exact and identical on every worker, and the fabric's work ran on its
+// thread.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,6 +26,7 @@ struct Shape {
   uint32_t shared_threads;  // 0: a thread per loop
   int racks;
   int workers_per_rack;
+  bool ps_on_fabric_thread = false;
 };
 
 class FabricThreadClusterTest : public ::testing::TestWithParam<Shape> {};
@@ -35,6 +38,7 @@ TEST_P(FabricThreadClusterTest, EveryResultIsExactAndIdentical) {
       shape.racks == 1 ? FabricAggregation::kSingleSwitch : FabricAggregation::kTwoLevel;
   options.shared_threads = shape.shared_threads;
   options.fabric_thread = true;
+  options.ps_on_fabric_thread = shape.ps_on_fabric_thread;
   options.jobs.push_back(TestJob(31, shape.racks, shape.workers_per_rack));
   auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
@@ -52,11 +56,13 @@ TEST_P(FabricThreadClusterTest, EveryResultIsExactAndIdentical) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FabricThreadClusterTest,
                          ::testing::Values(Shape{1, 1, 2}, Shape{1, 2, 2}, Shape{0, 1, 3},
-                                           Shape{0, 2, 2}),
+                                           Shape{0, 2, 2}, Shape{1, 1, 2, true},
+                                           Shape{0, 2, 2, true}),
                          [](const ::testing::TestParamInfo<Shape>& param) {
                            return "Shared" + std::to_string(param.param.shared_threads) + "Racks" +
                                   std::to_string(param.param.racks) + "Workers" +
-                                  std::to_string(param.param.racks * param.param.workers_per_rack);
+                                  std::to_string(param.param.racks * param.param.workers_per_rack) +
+                                  (param.param.ps_on_fabric_thread ? "PsOnFabricThread" : "");
                          });
 
 TEST(FabricThreadClusterLossTest, LossOnEveryHopStillGivesExactResults) {
@@ -77,16 +83,34 @@ TEST(FabricThreadClusterLossTest, LossOnEveryHopStillGivesExactResults) {
 }
 
 TEST(FabricThreadClusterRestartTest, WorkersAndAParameterServerRestart) {
+  // With the PS on the fabric thread, the restarted PS's loop joins that
+  // thread again (the fabric's step never stopped).
+  for (const bool ps_on_fabric_thread : {false, true}) {
+    LocalClusterOptions options;
+    options.fabric_thread = true;
+    options.ps_on_fabric_thread = ps_on_fabric_thread;
+    options.shared_threads = 1;
+    options.jobs.push_back(TestJob(33, /*racks=*/2, /*workers_per_rack=*/2));
+    auto cluster = MakeCluster(options);
+    ASSERT_NE(cluster, nullptr);
+    EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 7}));
+    ASSERT_TRUE(cluster->RecreateWorkers(0).ok());
+    ASSERT_TRUE(cluster->RestartParameterServer(0, 0).ok());
+    EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 8}))
+        << "ps_on_fabric_thread " << ps_on_fabric_thread;
+  }
+}
+
+TEST(FabricThreadClusterOptionsTest, ThePsGoesOnTheFabricThreadOnlyWhereThereIsOne) {
   LocalClusterOptions options;
-  options.fabric_thread = true;
-  options.shared_threads = 1;
-  options.jobs.push_back(TestJob(33, /*racks=*/2, /*workers_per_rack=*/2));
-  auto cluster = MakeCluster(options);
-  ASSERT_NE(cluster, nullptr);
-  EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 7}));
-  ASSERT_TRUE(cluster->RecreateWorkers(0).ok());
-  ASSERT_TRUE(cluster->RestartParameterServer(0, 0).ok());
-  EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 8}));
+  options.ps_on_fabric_thread = true;
+  options.jobs.push_back(TestJob(34, /*racks=*/1, /*workers_per_rack=*/2));
+  absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> cluster =
+      testbed::LocalCluster::Create(options);
+  ASSERT_FALSE(cluster.ok());
+  EXPECT_EQ(cluster.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(cluster.status().message().find("ps_on_fabric_thread"), std::string::npos)
+      << cluster.status();
 }
 
 }  // namespace
