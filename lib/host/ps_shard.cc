@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
+#include <cstring>
 #include <random>
 #include <string>
 #include <utility>
@@ -14,6 +16,7 @@
 #include "lib/protocol/join_message.h"
 #include "lib/protocol/op_begin_message.h"
 #include "lib/protocol/status_message.h"
+#include "lib/wire/byte_order.h"
 #include "lib/wire/control_message.h"
 
 namespace atp::host {
@@ -69,9 +72,20 @@ PsShard::PsShard(ps::PsEngine engine, bool scans_orphans, TimeDelta waiting_repo
       sources_(std::move(sources)),
       incarnation_(RandomIncarnation()),
       waiting_report_interval_(waiting_report_interval) {
-  fields_.src_ip = self.ipv4;
-  fields_.src_mac = self.mac;
-  fields_.ip_tos = wire::kTosEct0;
+  wire::FrameFields fields;
+  fields.src_ip = self.ipv4;
+  fields.src_mac = self.mac;
+  fields.ip_tos = wire::kTosEct0;
+  for (size_t job = 0; job < destinations_.size(); ++job) {
+    for (const transport::DeviceAddress& to : destinations_[job]) {
+      fields.dst_ip = to.ipv4;
+      fields.dst_mac = to.mac;
+      std::array<uint8_t, wire::kFrameBytes> frame;
+      wire::EncodeFrame(fields, wire::Payload{}, base_port_, frame);
+      l2l4_templates_[job].emplace_back();
+      std::copy_n(frame.begin(), wire::kL2L4HeaderBytes, l2l4_templates_[job].back().begin());
+    }
+  }
 }
 
 void PsShard::OnMessage(const wire::AtpMessage& message, TimePoint now, FrameSink& sink) {
@@ -446,16 +460,20 @@ void PsShard::LogAbandoned() {
 
 void PsShard::Encoder::Send(const wire::AtpMessage& message) {
   PsShard& s = *shard_;
-  s.fields_.header = message.header;
-  for (const transport::DeviceAddress& to : s.destinations_[message.header.job]) {
-    s.fields_.dst_ip = to.ipv4;
-    s.fields_.dst_mac = to.mac;
+  assert(wire::ValidateHeader(message.header) == wire::DecodeError::kOk);
+  // Source and destination port: both base_port + the queue (the options
+  // checked that the highest queue's port fits in 16 bits).
+  const uint32_t port = uint32_t{s.base_port_} + message.header.queue();
+  for (const std::array<uint8_t, wire::kL2L4HeaderBytes>& l2l4 :
+       s.l2l4_templates_[message.header.job]) {
     // In the sink's transmit buffer when it lends one: no copy.
     uint8_t* lent = out->FrameBuffer();
     const std::span<uint8_t, wire::kFrameBytes> frame =
         lent != nullptr ? std::span<uint8_t, wire::kFrameBytes>(lent, wire::kFrameBytes)
                         : std::span<uint8_t, wire::kFrameBytes>(s.frame_);
-    wire::EncodeFrame(s.fields_, message.payload, s.base_port_, frame);
+    std::memcpy(frame.data(), l2l4.data(), wire::kL2L4HeaderBytes);
+    wire::internal::StoreBig32(frame.data() + wire::kUdpOffset, port * 0x10001u);
+    wire::EncodeMessage(message, frame.subspan<wire::kAtpOffset, wire::kMessageBytes>());
     out->SendFrame(frame);
     ++s.frames_sent_;
   }

@@ -221,7 +221,11 @@ class PsShard {
   // destinations_[job]: where a parameter packet of `job` goes.
   std::array<std::vector<transport::DeviceAddress>, wire::kMaxJobId + 1> destinations_;
   const PsSources sources_;  // sources_[job]: whose frames it accepts
-  wire::FrameFields fields_;
+  // l2l4_templates_[job][d]: the Ethernet, IPv4 and UDP headers of every
+  // frame to destinations_[job][d], made once: a frame then takes them whole
+  // and only its UDP ports (base_port_ + the message's queue) are written.
+  std::array<std::vector<std::array<uint8_t, wire::kL2L4HeaderBytes>>, wire::kMaxJobId + 1>
+      l2l4_templates_;
   alignas(64) std::array<uint8_t, wire::kFrameBytes> frame_{};
   Encoder encoder_{this};
   uint64_t frames_sent_ = 0;

@@ -10,6 +10,7 @@ AddOutcome Coverage::TryAdd(const JobLayout& layout, const Contributors& who) {
     auto r = static_cast<size_t>(who.rack);
     if ((workers_[r] & who.workers) != 0) return AddOutcome::kOverlap;
     workers_[r] |= who.workers;
+    touched_racks_ |= 1u << who.rack;
     if (workers_[r] == layout.rack_bitmap(who.rack)) complete_racks_ |= 1u << who.rack;
     return AddOutcome::kAdded;
   }
@@ -21,6 +22,7 @@ AddOutcome Coverage::TryAdd(const JobLayout& layout, const Contributors& who) {
     int rack = std::countr_zero(racks);
     workers_[static_cast<size_t>(rack)] = layout.rack_bitmap(rack);
   }
+  touched_racks_ |= who.racks;
   complete_racks_ |= who.racks;
   return AddOutcome::kAdded;
 }
@@ -33,6 +35,7 @@ AddOutcome Coverage::TryAddDeclared(const Contributors& who) {
     if ((workers_[r] & who.workers) != 0) return AddOutcome::kOverlap;
     workers_[r] |= who.workers;
     rack_target_[r] = who.rack_target;
+    touched_racks_ |= 1u << who.rack;
     racks_target_ = who.racks_target;
     if (workers_[r] == who.rack_target) complete_racks_ |= 1u << who.rack;
     return AddOutcome::kAdded;
@@ -45,6 +48,7 @@ AddOutcome Coverage::TryAddDeclared(const Contributors& who) {
   for (uint32_t racks = who.racks; racks != 0; racks &= racks - 1) {
     workers_[static_cast<size_t>(std::countr_zero(racks))] = ~uint32_t{0};
   }
+  touched_racks_ |= who.racks;
   complete_racks_ |= who.racks;
   racks_target_ = who.racks_target;
   return AddOutcome::kAdded;

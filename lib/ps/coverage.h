@@ -19,6 +19,7 @@
 #define ATP_LIB_PS_COVERAGE_H_
 
 #include <array>
+#include <bit>
 #include <cstdint>
 
 #include "atp/wire.h"
@@ -34,10 +35,16 @@ enum class AddOutcome : uint8_t {
 
 class Coverage {
  public:
-  // Clear: nobody has contributed.
+  // Clear: nobody has contributed. Only the racks that were covered are
+  // written: the PS clears a slot at every completion, and most completions
+  // (a whole job from the switches) touched one rack of 32.
   void Clear() {
-    workers_.fill(0);
-    rack_target_.fill(0);
+    for (uint32_t racks = touched_racks_; racks != 0; racks &= racks - 1) {
+      const auto r = static_cast<size_t>(std::countr_zero(racks));
+      workers_[r] = 0;
+      rack_target_[r] = 0;
+    }
+    touched_racks_ = 0;
     complete_racks_ = 0;
     racks_target_ = 0;
   }
@@ -72,6 +79,8 @@ class Coverage {
   std::array<uint32_t, wire::kMaxFanIn> rack_target_{};  // declared fan-ins only
   uint32_t complete_racks_ = 0;                          // bit r: rack r fully covered
   uint32_t racks_target_ = 0;                            // declared fan-ins only; 0 = none yet
+  // touched_racks_: bit r: workers_[r] or rack_target_[r] may be non-zero.
+  uint32_t touched_racks_ = 0;
 };
 
 }  // namespace atp::ps

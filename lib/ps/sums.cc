@@ -3,6 +3,8 @@
 #include <bit>
 #include <limits>
 
+#include "atp/cpu_isa.h"
+
 namespace atp::ps {
 namespace {
 
@@ -15,7 +17,11 @@ constexpr uint32_t kInt32MinBits = 0x80000000u;
 // The loops below have no early exit and reduce into uint32_t (not bool), so
 // that the compiler vectorizes them (see CMakeLists.txt).
 
-bool HasInt32Bound(const wire::Payload& payload) {
+namespace {
+
+// HasInt32BoundLoop: the loop of HasInt32Bound, inlined into each variant
+// (compiled for the variant's vector width).
+[[gnu::always_inline]] inline bool HasInt32BoundLoop(const wire::Payload& payload) {
   uint32_t bound = 0;
   // value + 0x80000001 wraps to 0 for INT32_MAX and to 1 for INT32_MIN, and
   // lands at 2 or above for every other value: one add, one shift and one
@@ -25,6 +31,23 @@ bool HasInt32Bound(const wire::Payload& payload) {
     bound |= 0u - static_cast<uint32_t>(((value + 0x80000001u) >> 1) == 0);  // all ones: no mask
   }
   return bound != 0;
+}
+
+#if defined(__x86_64__)
+// Eight values per instruction instead of four: the PS checks every integer
+// payload it receives, also each whole aggregate the switches send it.
+[[gnu::target("avx2")]] bool HasInt32BoundAvx2(const wire::Payload& payload) {
+  return HasInt32BoundLoop(payload);
+}
+#endif
+
+}  // namespace
+
+bool HasInt32Bound(const wire::Payload& payload) {
+#if defined(__x86_64__)
+  if (MaxCpuIsa() >= CpuIsa::kAvx2) return HasInt32BoundAvx2(payload);
+#endif
+  return HasInt32BoundLoop(payload);
 }
 
 void AssignSums(const wire::Payload& payload, IntSums& sums) {

@@ -138,6 +138,43 @@ TEST(CoverageTest, OverlapChangesNothing) {
   EXPECT_EQ(coverage.workers(0), 0u);
 }
 
+TEST(CoverageTest, ClearForgetsEveryRackAnyPathCovered) {
+  // Clear writes only the racks it saw covered: whatever covered them (one
+  // rack's workers, whole racks, declared fan-ins), none stays covered.
+  using Level = Contributors::Level;
+  const JobLayout layout(JobShape{.job = 1, .workers_per_rack = {2, 2, 2, 2}});
+  const JobLayout declared(JobShape{.job = 1, .workers_per_rack = {2, 2, 2, 2}},
+                           /*declared_fan_ins=*/true);
+  Coverage coverage;
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(coverage.TryAdd(layout, {Level::kRackWorkers, 1, 0b01, 0}), AddOutcome::kAdded);
+    ASSERT_EQ(coverage.TryAdd(layout, {Level::kWholeRacks, 0, 0, 0b1100}), AddOutcome::kAdded);
+    coverage.Clear();
+    for (int rack = 0; rack < 4; ++rack) EXPECT_EQ(coverage.workers(rack), 0u) << rack;
+    EXPECT_EQ(coverage.complete_racks(), 0u);
+    // Every worker can contribute again, and only all of them complete it.
+    for (int rack = 0; rack < 4; ++rack) {
+      EXPECT_FALSE(coverage.IsComplete(layout));
+      ASSERT_EQ(coverage.TryAdd(layout, {Level::kRackWorkers, rack, 0b11, 0}), AddOutcome::kAdded)
+          << rack;
+    }
+    EXPECT_TRUE(coverage.IsComplete(layout));
+    coverage.Clear();
+  }
+  Contributors who{Level::kRackWorkers, 2, 0b10, 0};
+  who.rack_target = 0b10;
+  who.racks_target = 0b0100;
+  ASSERT_EQ(coverage.TryAdd(declared, who), AddOutcome::kAdded);
+  EXPECT_EQ(coverage.declared_workers(2), 0b10u);
+  coverage.Clear();
+  EXPECT_EQ(coverage.declared_workers(2), 0u);
+  EXPECT_EQ(coverage.workers(2), 0u);
+  // A rack declaring another target is no mismatch after the Clear.
+  who.rack_target = 0b11;
+  who.workers = 0b01;
+  EXPECT_EQ(coverage.TryAdd(declared, who), AddOutcome::kAdded);
+}
+
 TEST(JobLayoutTest, WorkerOrderIsRackMajor) {
   const JobLayout layout(JobShape{.job = 1, .workers_per_rack = {3, 5, 2}});
   EXPECT_EQ(layout.total_workers(), 10);
