@@ -83,6 +83,45 @@ TEST(IngressSlotRing, SlotsFreedAtTheEndOfTheReservationsAreReservedAgain) {
   EXPECT_EQ(ring.free_count(), 4u);
 }
 
+// Peek takes a run of published frames at once, skipping holes, and leaves
+// their slots to the consumer until PopPeeked.
+TEST(IngressSlotRing, PeekedFramesKeepTheirSlotsUntilPopPeeked) {
+  RxSignal processor;
+  IngressSlotRing ring(8, &processor);
+  std::vector<FrameRef> burst;
+  for (uint32_t tag = 1; tag <= 6; ++tag) burst.push_back(Reserve(ring, tag));
+  FrameRef leading_hole = burst[0];
+  FrameRef middle_hole = burst[2];
+  for (const FrameRef& frame : burst) {
+    if (frame.data != leading_hole.data && frame.data != middle_hole.data) ring.MarkSent(frame);
+  }
+  ring.FreeBurst({&leading_hole, 1});
+  ring.FreeBurst({&middle_hole, 1});  // publishes 2..6, holes at 1 and 3
+  EXPECT_EQ(ring.Unprocessed(), 6u);
+
+  std::vector<uint8_t*> run(3);
+  ASSERT_EQ(ring.Peek(run), 3u) << "at most what was asked for";
+  EXPECT_EQ(Tag(run[0]), 2u);
+  EXPECT_EQ(Tag(run[1]), 4u) << "the hole between skipped";
+  EXPECT_EQ(Tag(run[2]), 5u);
+  EXPECT_EQ(ring.free_count(), 3u) << "only the leading hole went back";
+  std::vector<uint8_t*> again(8);
+  ASSERT_EQ(ring.Peek(again), 4u) << "nothing popped: the same frames, and one more";
+  EXPECT_EQ(again[0], run[0]);
+  EXPECT_EQ(Tag(again[3]), 6u);
+  ASSERT_EQ(ring.Peek(run), 3u);
+
+  ring.PopPeeked();
+  EXPECT_EQ(ring.free_count(), 7u) << "the run and the hole among it went back";
+  EXPECT_EQ(ring.Unprocessed(), 1u);
+  ASSERT_EQ(ring.Peek(run), 1u);
+  EXPECT_EQ(Tag(run[0]), 6u);
+  ring.PopPeeked();
+  EXPECT_EQ(ring.Peek(run), 0u);
+  ring.PopPeeked();  // after an empty Peek: nothing
+  EXPECT_EQ(ring.free_count(), 8u);
+}
+
 TEST(IngressSlotRing, AProducerAndAConsumerThreadLoseNothingAndKeepTheOrder) {
   constexpr uint32_t kFrames = 50000;
   RxSignal processor;

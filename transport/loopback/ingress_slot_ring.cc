@@ -63,4 +63,21 @@ uint8_t* IngressSlotRing::Front() {
   return next < published ? FrameAt(next) : nullptr;
 }
 
+size_t IngressSlotRing::Peek(std::span<uint8_t*> frames) {
+  uint64_t next = processed_.load(std::memory_order_relaxed);
+  const uint64_t published = published_.load(std::memory_order_acquire);
+  // Holes before the first frame go back to the sender at once, as in Front.
+  while (next < published && SlotAt(next).state == kHole) {
+    processed_.store(++next, std::memory_order_release);
+  }
+  size_t n = 0;
+  for (; next < published && n < frames.size(); ++next) {
+    if (SlotAt(next).state != kHole) frames[n++] = FrameAt(next);
+  }
+  // The holes after the last frame stay: the next Peek pops them.
+  while (n > 0 && SlotAt(next - 1).state == kHole) --next;
+  peeked_end_ = next;
+  return n;
+}
+
 }  // namespace atp::transport::internal

@@ -19,7 +19,15 @@
 // were allocated, and a slot the sender keeps reserved holds back the ones
 // after it; every publication raises the processor's signal. The consumer
 // takes published slots in order (Front), works on the frame in place, and
-// Pops it: the slot is free for the sender again.
+// Pops it: the slot is free for the sender again. Or it takes a run of them
+// at once (Peek) and pops the whole run when done with all (PopPeeked).
+//
+// Memory order: the producer writes a slot's frame and state, then stores
+// published_ (release); the consumer loads published_ (acquire) before it
+// reads any slot below it, so it sees those writes. The consumer stores
+// processed_ (release) only once it no longer reads the slots below it; the
+// producer loads processed_ (acquire, free_count) before it reserves and
+// writes a slot again, so its writes come after the consumer's reads.
 #ifndef ATP_TRANSPORT_LOOPBACK_INGRESS_SLOT_RING_H_
 #define ATP_TRANSPORT_LOOPBACK_INGRESS_SLOT_RING_H_
 
@@ -79,6 +87,16 @@ class IngressSlotRing final : public FramePool {
   void Pop() {
     processed_.store(processed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
+  // Peek: up to frames.size() of the oldest published frames not yet popped,
+  // in order (holes skipped; those before the first frame are popped on the
+  // way), written to `frames`; returns how many. They stay in their slots,
+  // not reused by the sender, until PopPeeked; a second Peek before it
+  // returns the same frames.
+  size_t Peek(std::span<uint8_t*> frames);
+  // PopPeeked: every slot up to the last frame the latest Peek returned (and
+  // the holes among them) goes back to the sender; once nothing reads those
+  // frames any more. Nothing to do after a Peek that returned 0.
+  void PopPeeked() { processed_.store(peeked_end_, std::memory_order_release); }
 
  private:
   // A slot: its state word, then the frame at kHeadroom, so that the payload
@@ -107,6 +125,7 @@ class IngressSlotRing final : public FramePool {
   uint64_t published_local_ = 0;
   alignas(kCacheLineBytes) std::atomic<uint64_t> published_{0};  // written by the producer
   alignas(kCacheLineBytes) std::atomic<uint64_t> processed_{0};  // written by the consumer
+  uint64_t peeked_end_ = 0;  // consumer only: the position after the latest Peek's run
 };
 
 }  // namespace atp::transport::internal

@@ -3,6 +3,7 @@
 #include "transport/loopback/loopback_wire_impl.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <chrono>
 #include <utility>
@@ -14,6 +15,26 @@ namespace atp::transport {
 
 std::shared_ptr<LoopbackWire> LoopbackWire::Create(LoopbackWireOptions options) {
   return std::make_shared<internal::LoopbackWireImpl>(std::move(options));
+}
+
+// The default: one frame at a time, through Process.
+void FrameProcessor::ProcessBurst(std::span<const BurstFrame> frames, TimePoint now,
+                                  const LoopbackWire& wire, WireOutput& output) {
+  for (const BurstFrame& frame : frames) {
+    const WireDecision decision =
+        Process(std::span<uint8_t, kFrameBytes>(frame.data, kFrameBytes), frame.from, now, wire);
+    switch (decision.action) {
+      case WireAction::kDrop:
+        output.Dropped(1);
+        break;
+      case WireAction::kRoute:
+        output.Route(frame.data);
+        break;
+      case WireAction::kSendTo:
+        for (EndpointId endpoint : decision.endpoints) output.Deliver(endpoint, frame.data);
+        break;
+    }
+  }
 }
 
 namespace internal {
@@ -38,10 +59,6 @@ void BumpAlone(std::atomic<uint64_t>& counter, uint64_t n = 1) {
 }
 
 uint32_t RingSlots(uint32_t at_least) { return std::bit_ceil(std::max(at_least, 2u)); }
-
-// Frames StepProcessor takes from one ingress ring before it turns to the
-// next: a burst, as a port's receive burst.
-constexpr size_t kIngressBurst = 32;
 
 }  // namespace
 
@@ -155,26 +172,21 @@ void LoopbackWireImpl::Deliver(EndpointId endpoint, const uint8_t* frame) {
   BumpAlone(delivered_);  // with a processor, delivered_ changes only here
 }
 
-void LoopbackWireImpl::Process(EndpointId from, uint8_t* frame, TimePoint now) {
-  const WireDecision decision =
-      processor_->Process(std::span<uint8_t, kFrameBytes>(frame, kFrameBytes), from, now, *this);
-  switch (decision.action) {
-    case WireAction::kDrop:
-      Bump(processor_drops_);
-      break;
-    case WireAction::kRoute: {
-      auto it = by_ipv4_.find(LoadBig32(frame + kIpDstOffset));
-      if (it == by_ipv4_.end()) {
-        Bump(unroutable_);
-      } else {
-        Deliver(it->second, frame);
-      }
-      break;
-    }
-    case WireAction::kSendTo:
-      for (EndpointId endpoint : decision.endpoints) Deliver(endpoint, frame);
-      break;
+void LoopbackWireImpl::Route(const uint8_t* frame) {
+  auto it = by_ipv4_.find(LoadBig32(frame + kIpDstOffset));
+  if (it == by_ipv4_.end()) {
+    Bump(unroutable_);
+    return;
   }
+  Deliver(it->second, frame);
+}
+
+void LoopbackWireImpl::Output::Dropped(uint64_t frames) {
+  if (frames > 0) Bump(wire_->processor_drops_, frames);
+}
+
+void LoopbackWireImpl::ProcessRun(std::span<const BurstFrame> frames, TimePoint now) {
+  processor_->ProcessBurst(frames, now, *this, output_);
 }
 
 void LoopbackWireImpl::RaiseDelivered() {
@@ -187,9 +199,29 @@ void LoopbackWireImpl::ProcessAndDeliver(EndpointId from, std::span<const FrameR
   const TimePoint now = clock_();
   Bump(frames_in_, frames.size());
   processor_->BeginBurst();
-  for (const FrameRef& frame : frames) Process(from, frame.data, now);
+  std::array<BurstFrame, kMaxBurst> run;
+  for (size_t first = 0; first < frames.size(); first += kMaxBurst) {
+    const size_t n = std::min(kMaxBurst, frames.size() - first);
+    for (size_t i = 0; i < n; ++i) run[i] = BurstFrame{frames[first + i].data, from};
+    ProcessRun({run.data(), n}, now);
+  }
   processor_->EndBurst();
   RaiseDelivered();
+}
+
+size_t LoopbackWireImpl::StepRing(const IngressRing& ring, size_t most, bool first_run,
+                                  TimePoint now) {
+  std::array<uint8_t*, kMaxBurst> slots;
+  const size_t n = ring.ring->Peek({slots.data(), most});
+  if (n == 0) return 0;
+  if (first_run) processor_->BeginBurst();
+  std::array<BurstFrame, kMaxBurst> run;
+  for (size_t i = 0; i < n; ++i) run[i] = BurstFrame{slots[i], ring.from};
+  ProcessRun({run.data(), n}, now);
+  // In the sender's slots: processed and their copies delivered before the
+  // slots go back to the sender.
+  ring.ring->PopPeeked();
+  return n;
 }
 
 size_t LoopbackWireImpl::StepProcessor(size_t budget) {
@@ -204,18 +236,10 @@ size_t LoopbackWireImpl::StepProcessor(size_t budget) {
   while (done < budget && !rings.empty()) {
     size_t this_pass = 0;
     for (size_t k = 0; k < rings.size() && done < budget; ++k) {
-      const size_t r = (next_ingress_ + k) % rings.size();
-      for (size_t n = 0; n < kIngressBurst && done < budget; ++n) {
-        uint8_t* frame = rings[r].ring->Front();
-        if (frame == nullptr) break;
-        if (done == 0) processor_->BeginBurst();
-        // In the sender's slot: processed and its copies delivered before
-        // the slot goes back to the sender.
-        Process(rings[r].from, frame, now);
-        rings[r].ring->Pop();
-        ++done;
-        ++this_pass;
-      }
+      const IngressRing& ring = rings[(next_ingress_ + k) % rings.size()];
+      const size_t n = StepRing(ring, std::min(kMaxBurst, budget - done), done == 0, now);
+      done += n;
+      this_pass += n;
     }
     next_ingress_ = (next_ingress_ + 1) % rings.size();
     if (this_pass > 0) continue;

@@ -92,12 +92,35 @@ class LoopbackWireImpl final : public LoopbackWire,
     std::atomic<bool> open{true};
   };
 
-  // Process: processor mode, under mu_: the processor's decision on one
-  // frame from `from`, carried out (the copies delivered).
-  void Process(EndpointId from, uint8_t* frame, TimePoint now);
+  // kMaxBurst: frames in one ProcessBurst at most: what StepProcessor takes
+  // from one ingress ring before it turns to the next (a burst, as a port's
+  // receive burst).
+  static constexpr size_t kMaxBurst = 32;
+
+  // Output: the WireOutput a processor's ProcessBurst sends through: the
+  // wire's own Deliver and Route, under mu_.
+  class Output final : public WireOutput {
+   public:
+    explicit Output(LoopbackWireImpl* wire) : wire_(wire) {}
+    void Deliver(EndpointId endpoint, const uint8_t* frame) override {
+      wire_->Deliver(endpoint, frame);
+    }
+    void Route(const uint8_t* frame) override { wire_->Route(frame); }
+    void Dropped(uint64_t frames) override;
+
+   private:
+    LoopbackWireImpl* const wire_;
+  };
+
+  // ProcessRun: processor mode, under mu_: the processor over one sender's
+  // run of frames (at most kMaxBurst), the copies it asks for delivered.
+  void ProcessRun(std::span<const BurstFrame> frames, TimePoint now);
   // Deliver: processor mode, one copy to `endpoint` (the queue named by the
   // frame's UDP port); counts what goes wrong.
   void Deliver(EndpointId endpoint, const uint8_t* frame);
+  // Route: processor mode, Deliver to the endpoint owning the frame's IPv4
+  // destination, or counted unroutable.
+  void Route(const uint8_t* frame);
   // RaiseDelivered: processor mode, under mu_: wakes the receivers Deliver
   // put frames on since the last call.
   void RaiseDelivered();
@@ -111,12 +134,16 @@ class LoopbackWireImpl final : public LoopbackWire,
     IngressSlotRing* ring;  // owned by the endpoint
     EndpointId from;
   };
+  // StepRing: StepProcessor's run of at most `most` frames from `ring` (its
+  // first run: BeginBurst first). Returns the frames processed.
+  size_t StepRing(const IngressRing& ring, size_t most, bool first_run, TimePoint now);
   std::vector<IngressRing> ingress_rings_;  // under mu_: every queue's, in the order added
   size_t next_ingress_ = 0;                 // under mu_: the ring StepProcessor starts at
   std::mutex mu_;  // serializes AddEndpoint and the processor
   std::vector<std::unique_ptr<Endpoint>> endpoints_;      // appended before traffic only
   absl::flat_hash_map<uint32_t, EndpointId> by_ipv4_;     // likewise
   std::vector<RxSignal*> to_raise_;  // under mu_: queues ProcessAndDeliver delivered to
+  Output output_{this};
 
   std::atomic<uint64_t> frames_in_{0};
   std::atomic<uint64_t> delivered_{0};

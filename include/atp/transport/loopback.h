@@ -21,7 +21,8 @@
 // Threads: endpoints and their queues may run on different threads; each
 // receive ring takes frames from any number of sending threads (a bounded
 // multi-producer ring, lock-free). The processor runs under the wire's lock,
-// one frame at a time: on whichever thread sends, or, with
+// one sender's run of frames at a time (ProcessBurst): on whichever thread
+// sends, or, with
 // stepped_processor, on the thread that calls StepProcessor (a thread of its
 // own for the switches, as a real switch is a machine of its own). Add every
 // endpoint before traffic starts.
@@ -61,21 +62,62 @@ struct WireDecision {
   std::span<const EndpointId> endpoints;
 };
 
+// BurstFrame: one frame of a run handed to FrameProcessor::ProcessBurst: its
+// bytes (kFrameBytes, in the wire's storage: the sender's ingress slot or
+// transmit buffer; the processor may rewrite them, and reads or writes them
+// only until ProcessBurst returns) and the endpoint it entered from.
+struct BurstFrame {
+  uint8_t* data = nullptr;
+  EndpointId from = 0;
+};
+
+// WireOutput: how a processor's ProcessBurst sends frames on. Implemented by
+// the wire; valid only during that ProcessBurst call, on its thread, under
+// the wire's lock. Each call copies the bytes before it returns, so the
+// processor may reuse or release them at once.
+class WireOutput {
+ public:
+  // Deliver: a copy of `frame` onto `endpoint`'s receive ring, on the queue
+  // its UDP destination port names (as kSendTo does for one endpoint).
+  virtual void Deliver(EndpointId endpoint, const uint8_t* frame) = 0;
+  // Route: a copy of `frame` to the endpoint owning its IPv4 destination (as
+  // kRoute does).
+  virtual void Route(const uint8_t* frame) = 0;
+  // Dropped: `frames` frames of the run were consumed with no copy sent on
+  // (counted as kDrop verdicts are: LoopbackWireStats::processor_drops).
+  virtual void Dropped(uint64_t frames) = 0;
+
+ protected:
+  ~WireOutput() = default;
+};
+
 // FrameProcessor: sits in the middle of a wire. Implemented by whoever plugs
 // a switch pipeline or a filter in; the wire does not own it.
 class FrameProcessor {
  public:
   virtual ~FrameProcessor() = default;
 
+  // ProcessBurst: a run of frames entering the wire (one sender's, in the
+  // order sent), at `now`; the processor sends what it decides through
+  // `output`. Called under the wire's lock, between BeginBurst and EndBurst,
+  // with the same restriction on calling the wire back as Process. The
+  // default calls Process on each frame in order and carries out its
+  // decision; a processor that gains from seeing the frames together (a
+  // switch polling its ports once per run) overrides it.
+  virtual void ProcessBurst(std::span<const BurstFrame> frames, TimePoint now,
+                            const LoopbackWire& wire, WireOutput& output);
+
   // Process: one frame entering the wire from endpoint `from`, at `now` (the
   // wire's clock, read once per burst). May rewrite the frame in place (its
   // length stays kFrameBytes). Called under the wire's lock: it must not call
-  // the wire back except its const queries (RxBacklog, FindEndpoint).
+  // the wire back except its const queries (RxBacklog, FindEndpoint). The
+  // wire calls it only through the default ProcessBurst.
   virtual WireDecision Process(std::span<uint8_t, kFrameBytes> frame, EndpointId from,
                                TimePoint now, const LoopbackWire& wire) = 0;
 
   // BeginBurst / EndBurst: the wire calls them (under its lock) around every
-  // run of Process calls: the frames of one TxBurst, or of one StepProcessor.
+  // run of ProcessBurst calls: the frames of one TxBurst, or of one
+  // StepProcessor.
   // For a processor with a lock of its own: taken once per run, not once per
   // frame (a locked instruction waits for every store before it, here the
   // copies just delivered onto other cores' rings).
@@ -160,7 +202,8 @@ class LoopbackWire {
 
   // StepProcessor: stepped_processor only (else 0). Runs the processor over
   // at most `budget` frames waiting on the ingress rings, oldest first per
-  // ring, the rings in turn, and delivers what it decides. Returns the frames
+  // ring, the rings in turn (a ProcessBurst of up to 32 frames from each),
+  // and delivers what it decides. Returns the frames
   // processed; 0 when none waited. Any thread, one at a time (it takes the
   // wire's lock).
   virtual size_t StepProcessor(size_t budget) = 0;
