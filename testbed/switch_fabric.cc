@@ -34,23 +34,100 @@ uint64_t LossThreshold(double loss_rate) {
 
 }  // namespace
 
-// BorrowedPool: the "pool" of the frame the wire hands to Process: the wire
-// owns that buffer, so releasing it (a switch absorbed or dropped it) is
-// nothing to do.
+// BorrowedPool: the "pool" of the frames the wire hands to ProcessBurst: the
+// wire owns those buffers, so releasing one (a switch absorbed or dropped
+// it) is nothing to do. A frame's handle is its index in the burst.
 class SwitchFabric::BorrowedPool final : public transport::FramePool {
  public:
   size_t AllocBurst(std::span<FrameRef>) override { return 0; }
   void FreeBurst(std::span<const FrameRef>) override {}
-  size_t free_count() const override { return 1; }
-  size_t capacity() const override { return 1; }
+  size_t free_count() const override { return 0; }
+  size_t capacity() const override { return 0; }
   size_t frame_capacity() const override { return kFrameBytes; }
   size_t headroom() const override { return 0; }
 };
 
+// CopyPool: what the hosts take multicast copies from: copies_, each copy
+// tagged with the entering frame the host is handling (the one it last asked
+// a depth for, which it does before it copies a frame), so that a copy
+// leaving the fabric counts for its entering frame. The copies go back to
+// copies_ directly.
+class SwitchFabric::CopyPool final : public transport::FramePool {
+ public:
+  explicit CopyPool(SwitchFabric* fabric) : fabric_(fabric) {}
+  size_t AllocBurst(std::span<FrameRef> frames) override {
+    const size_t n = fabric_->copies_->AllocBurst(frames);
+    for (size_t i = 0; i < n; ++i) fabric_->copy_origin_[frames[i].handle] = fabric_->in_hand_;
+    return n;
+  }
+  void FreeBurst(std::span<const FrameRef> frames) override { fabric_->copies_->FreeBurst(frames); }
+  size_t free_count() const override { return fabric_->copies_->free_count(); }
+  size_t capacity() const override { return fabric_->copies_->capacity(); }
+  size_t frame_capacity() const override { return fabric_->copies_->frame_capacity(); }
+  size_t headroom() const override { return fabric_->copies_->headroom(); }
+
+ private:
+  SwitchFabric* const fabric_;
+};
+
+// DepthProbe: a switch's SwitchHostOptions::frame_depth: the fabric's Depth
+// for that switch's ports.
+class SwitchFabric::DepthProbe final : public switchd::FrameDepthSource {
+ public:
+  DepthProbe(SwitchFabric* fabric, uint32_t sw) : fabric_(fabric), sw_(sw) {}
+  uint32_t Depth(uint32_t port, uint32_t queue, const FrameRef& frame) override {
+    return fabric_->Depth(*fabric_->switches_[sw_].ports[port], queue, frame);
+  }
+
+ private:
+  SwitchFabric* const fabric_;
+  const uint32_t sw_;
+};
+
+// DecisionOutput: ProcessBurst's output for Process's one frame, turned back
+// into a WireDecision: the endpoints delivered to, or kRoute, or kDrop; the
+// bytes of the first copy that left, put into the frame once the burst is
+// done (the frame may still be inside the fabric until then).
+class SwitchFabric::DecisionOutput final : public transport::WireOutput {
+ public:
+  explicit DecisionOutput(std::vector<transport::EndpointId>* endpoints) : endpoints_(endpoints) {
+    endpoints_->clear();
+  }
+  void Deliver(transport::EndpointId endpoint, const uint8_t* frame) override {
+    Keep(frame);
+    endpoints_->push_back(endpoint);
+  }
+  void Route(const uint8_t* frame) override {
+    Keep(frame);
+    routed_ = true;
+  }
+  void Dropped(uint64_t) override {}
+
+  transport::WireDecision Finish(std::span<uint8_t, kFrameBytes> frame) const {
+    using transport::WireAction;
+    if (kept_) std::memcpy(frame.data(), first_.data(), kFrameBytes);
+    if (!endpoints_->empty()) return {WireAction::kSendTo, *endpoints_};
+    return {routed_ ? WireAction::kRoute : WireAction::kDrop, {}};
+  }
+
+ private:
+  void Keep(const uint8_t* frame) {
+    if (kept_) return;
+    std::memcpy(first_.data(), frame, kFrameBytes);
+    kept_ = true;
+  }
+
+  std::vector<transport::EndpointId>* const endpoints_;
+  std::array<uint8_t, kFrameBytes> first_;
+  bool kept_ = false;
+  bool routed_ = false;
+};
+
 // Port: one port of a fabric switch, as a transport device of kMaxQueues
 // queues (so the host's egress queue is the frame's queue). Frames arrive in
-// queue 0's inbox; what a queue's TxBurst takes goes to the fabric (Sent);
-// Flush answers the depth the port leads to (Depth).
+// queue 0's inbox, a FIFO; what a queue's TxBurst takes goes to the fabric
+// (Sent). The host asks the fabric for a frame's ECN depth (DepthProbe), not
+// Flush: nothing ever waits in a port.
 class SwitchFabric::Port final : public transport::Device {
  public:
   enum class Kind : uint8_t { kEndpoint, kPeer, kPs };
@@ -73,7 +150,10 @@ class SwitchFabric::Port final : public transport::Device {
   mutable transport::EndpointId endpoint_id = kNoEndpoint;
   uint32_t peer_sw = 0;        // kPeer: the other end
   uint32_t peer_port = 0;
+  // inbox: frames waiting for the host's RxBurst, from inbox_head on.
   std::vector<FrameRef> inbox;
+  size_t inbox_head = 0;
+  bool has_frames() const { return inbox_head < inbox.size(); }
   uint32_t sw() const { return sw_; }
   uint32_t index() const { return index_; }
 
@@ -87,21 +167,28 @@ class SwitchFabric::Port final : public transport::Device {
     uint32_t index() const override { return index_; }
     const transport::QueueCapabilities& capabilities() const override { return caps_; }
     size_t RxBurst(std::span<FrameRef> frames) override {
-      if (index_ != 0 || port_->inbox.empty()) return 0;
-      const size_t n = std::min(frames.size(), port_->inbox.size());
-      std::copy_n(port_->inbox.begin(), n, frames.begin());
-      port_->inbox.erase(port_->inbox.begin(), port_->inbox.begin() + static_cast<ptrdiff_t>(n));
+      Port& p = *port_;
+      if (index_ != 0 || !p.has_frames()) return 0;
+      const size_t n = std::min(frames.size(), p.inbox.size() - p.inbox_head);
+      std::copy_n(p.inbox.begin() + static_cast<ptrdiff_t>(p.inbox_head), n, frames.begin());
+      p.inbox_head += n;
+      if (p.inbox_head == p.inbox.size()) {
+        p.inbox.clear();
+        p.inbox_head = 0;
+      }
       return n;
     }
     size_t TxBurst(std::span<const FrameRef> frames) override {
       for (const FrameRef& frame : frames) port_->fabric_->Sent(*port_, frame);
+      port_->fabric_->ReleaseSent();
       return frames.size();
     }
     // The switch host never segments; a job here is refused whole.
     size_t TxSegmented(const transport::SegmentationJob& job) override { return job.size(); }
-    size_t Flush() override { return port_->fabric_->Depth(*port_, index_); }
+    // Nothing waits in a fabric port; the ECN depth comes from DepthProbe.
+    size_t Flush() override { return 0; }
     transport::FramePool& rx_pool() override { return *port_->fabric_->copies_; }
-    transport::FramePool& tx_pool() override { return *port_->fabric_->copies_; }
+    transport::FramePool& tx_pool() override { return *port_->fabric_->copy_pool_; }
     transport::QueueStats stats() const override { return {}; }
 
    private:
@@ -138,15 +225,11 @@ absl::StatusOr<std::unique_ptr<SwitchFabric>> SwitchFabric::Create(
 SwitchFabric::SwitchFabric(const SwitchFabricOptions& options)
     : options_(options),
       borrowed_(std::make_unique<BorrowedPool>()),
+      copy_pool_(std::make_unique<CopyPool>(this)),
+      copy_origin_(kCopyFrames, 0),
       rng_(options.seed),
       loss_threshold_(LossThreshold(options.loss_rate)) {
-  size_t workers = 0;
-  for (const FabricJob& job : options.jobs) {
-    group_racks_[job.group.value] = job.racks;
-    for (const std::vector<wire::Ipv4Address>& rack : job.racks) workers += rack.size();
-  }
-  endpoints_.reserve(workers);
-  output_.reserve(workers + 1);
+  for (const FabricJob& job : options.jobs) group_racks_[job.group.value] = job.racks;
 }
 
 // The hosts go before their ports: they hold pointers to them.
@@ -162,10 +245,13 @@ absl::Status SwitchFabric::AddSwitch(std::vector<JobConfig> jobs) {
   host.pipeline.ecn_threshold = options_.ecn_threshold;
   host.pipeline.base_port = options_.base_port;
   host.pipeline.jobs = std::move(jobs);
-  host.depth_at_each_frame = true;  // Flush only reads a backlog here
+  // The depth of each frame, toward where it goes (Depth).
+  auto depth = std::make_unique<DepthProbe>(this, static_cast<uint32_t>(switches_.size()));
+  host.depth_at_each_frame = true;
+  host.frame_depth = depth.get();
   ATP_ASSIGN_OR_RETURN(std::unique_ptr<switchd::SwitchHost> created,
                        switchd::SwitchHost::Create(std::move(host), {}));
-  switches_.push_back(Switch{std::move(created), {}});
+  switches_.push_back(Switch{std::move(depth), std::move(created), {}});
   return absl::OkStatus();
 }
 
@@ -277,8 +363,7 @@ bool SwitchFabric::Filtered(wire::Ipv4Address to, const uint8_t* frame) {
   return true;
 }
 
-bool SwitchFabric::Lose() {
-  if (loss_threshold_ == 0) return false;
+bool SwitchFabric::Draw() {
   // splitmix64
   uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -289,13 +374,21 @@ bool SwitchFabric::Lose() {
   return true;
 }
 
-size_t SwitchFabric::Depth(const Port& port, uint32_t queue) const {
+uint32_t SwitchFabric::OriginOf(const FrameRef& frame) const {
+  return frame.pool == borrowed_.get() ? static_cast<uint32_t>(frame.handle)
+                                       : copy_origin_[frame.handle];
+}
+
+uint32_t SwitchFabric::Depth(const Port& port, uint32_t queue, const FrameRef& frame) {
+  // The host asks before it copies the frame: its copies are the frame's.
+  in_hand_ = OriginOf(frame);
   // An endpoint's port: its receive backlog; any other: the backlog of the
-  // entering frame's destination (the queue it is bound for beyond).
+  // frame's destination (the queue it is bound for beyond). Switches rewrite
+  // no address: that is the entering frame's destination.
   const transport::EndpointId endpoint = port.kind == Port::Kind::kEndpoint
                                              ? EndpointOf(port)
-                                             : EndpointFor(LoadBig32(current_ + kDstIpOffset));
-  return endpoint != kNoEndpoint ? wire_->RxBacklog(endpoint, queue) : 0;
+                                             : EndpointFor(LoadBig32(frame.data + kDstIpOffset));
+  return endpoint != kNoEndpoint ? static_cast<uint32_t>(wire_->RxBacklog(endpoint, queue)) : 0;
 }
 
 transport::EndpointId SwitchFabric::EndpointFor(uint32_t ipv4) const {
@@ -316,116 +409,170 @@ transport::EndpointId SwitchFabric::EndpointOf(const Port& port) const {
   return port.endpoint_id;
 }
 
-void SwitchFabric::Emit(std::span<uint8_t, kFrameBytes> frame, const FrameRef& out) {
-  // The wire sends one frame to every endpoint: the fabric's output is the
-  // bytes of the first copy that left (the original's, if it did, stay in place).
-  if (out.data != frame.data() && !emitted_) std::memcpy(frame.data(), out.data, kFrameBytes);
-  emitted_ = true;
-}
+void SwitchFabric::Left(const FrameRef& frame) { fates_[OriginOf(frame)] = Fate::kLeft; }
 
 void SwitchFabric::Sent(const Port& port, const FrameRef& frame) {
-  if (Lose()) {
-    transport::ReleaseFrames({&frame, 1});
-    return;
-  }
-  switch (port.kind) {
-    case Port::Kind::kPeer:
-      switches_[port.peer_sw].ports[port.peer_port]->inbox.push_back(frame);
-      pending_.push_back(Arrival{port.peer_sw, port.peer_port});
-      return;
-    case Port::Kind::kEndpoint:
-      if (Filtered(port.endpoint, frame.data)) break;
-      if (const transport::EndpointId e = EndpointOf(port); e != kNoEndpoint) {
-        endpoints_.push_back(e);
-        output_.push_back(frame);
+  if (!Lose()) {
+    switch (port.kind) {
+      case Port::Kind::kPeer:
+        Arrive(port.peer_sw, port.peer_port, frame);
         return;
-      }
-      break;
-    case Port::Kind::kPs:
-      routed_ = true;
-      output_.push_back(frame);
-      return;
+      case Port::Kind::kEndpoint:
+        if (Filtered(port.endpoint, frame.data)) break;
+        if (const transport::EndpointId e = EndpointOf(port); e != kNoEndpoint) {
+          output_->Deliver(e, frame.data);
+          Left(frame);
+        }
+        break;
+      case Port::Kind::kPs:
+        // Routed by its destination: through endpoint_cache_, not the
+        // wire's table (the wire counts what has no endpoint).
+        if (const transport::EndpointId e = EndpointFor(LoadBig32(frame.data + kDstIpOffset));
+            e != kNoEndpoint) {
+          output_->Deliver(e, frame.data);
+        } else {
+          output_->Route(frame.data);
+        }
+        Left(frame);
+        break;
+    }
   }
-  transport::ReleaseFrames({&frame, 1});
+  // Delivered (a copy of it is on the receiver's ring) or dropped: done with.
+  // The wire's own frames need nothing.
+  if (frame.pool != borrowed_.get()) release_.push_back(frame);
 }
 
-transport::WireDecision SwitchFabric::Run(std::span<uint8_t, kFrameBytes> frame, uint32_t sw,
-                                          uint32_t port, TimePoint now) {
-  using transport::WireAction;
-  using transport::WireDecision;
-  endpoints_.clear();
-  output_.clear();
-  routed_ = false;
-  emitted_ = false;
-  switches_[sw].ports[port]->inbox.push_back(
-      FrameRef{frame.data(), borrowed_.get(), 0, static_cast<uint32_t>(kFrameBytes)});
-  switches_[sw].host->PollQueue(port, 0, now);  // fabric ports receive on queue 0
-  // Then breadth first: each poll may put frames in other switches' inboxes.
+void SwitchFabric::ReleaseSent() {
+  transport::ReleaseFrames(release_);
+  release_.clear();
+}
+
+void SwitchFabric::Arrive(uint32_t sw, uint32_t port, const FrameRef& frame) {
+  Port& p = *switches_[sw].ports[port];
+  // One arrival per port with frames: its poll takes them all.
+  if (!p.has_frames()) pending_.push_back(Arrival{sw, port});
+  p.inbox.push_back(frame);
+}
+
+void SwitchFabric::Drain(TimePoint now) {
+  // Breadth first: each poll may put frames in other switches' inboxes (and
+  // add their ports to pending_, which may grow meanwhile).
   for (size_t i = 0; i < pending_.size(); ++i) {
     const Arrival a = pending_[i];
-    switches_[a.sw].host->PollQueue(a.port, 0, now);  // fabric ports receive on queue 0
+    const Port& port = *switches_[a.sw].ports[a.port];
+    // A burst of at most max_burst frames per poll; fabric ports receive on queue 0.
+    while (port.has_frames()) switches_[a.sw].host->PollQueue(a.port, 0, now);
   }
   pending_.clear();
-  // The original first (its bytes are in place), then the copies', in order.
-  const auto original = std::find_if(output_.begin(), output_.end(),
-                                     [&](const FrameRef& f) { return f.data == frame.data(); });
-  if (original != output_.end()) std::rotate(output_.begin(), original, original + 1);
-  for (const FrameRef& out : output_) Emit(frame, out);
-  transport::ReleaseFrames(output_);
-  if (!endpoints_.empty()) return WireDecision{WireAction::kSendTo, endpoints_};
-  if (routed_) return WireDecision{WireAction::kRoute, {}};
-  ++counters_.absorbed;
-  return WireDecision{WireAction::kDrop, {}};
 }
 
-transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> frame,
-                                              transport::EndpointId /*from*/, TimePoint now,
-                                              const transport::LoopbackWire& wire) {
-  using transport::WireAction;
-  using transport::WireDecision;
-  // mu_ is held: BeginBurst took it.
+void SwitchFabric::Pass(const uint8_t* frame, TimePoint now) {
+  if (!pending_.empty()) Drain(now);
+  output_->Route(frame);
+}
+
+void SwitchFabric::MulticastWithoutSwitches(
+    const std::vector<std::vector<wire::Ipv4Address>>& racks, const uint8_t* frame) {
+  for (const std::vector<wire::Ipv4Address>& rack : racks) {
+    for (const wire::Ipv4Address& ip : rack) {
+      if (Lose() || Filtered(ip, frame)) continue;
+      if (const transport::EndpointId e = EndpointFor(ip.value); e != kNoEndpoint) {
+        output_->Deliver(e, frame);
+      }
+    }
+  }
+}
+
+void SwitchFabric::UseWire(const transport::LoopbackWire& wire) {
+  if (wire_ == &wire) return;
+  endpoint_cache_ = {};
+  for (Switch& s : switches_) {
+    for (const std::unique_ptr<Port>& p : s.ports) p->endpoint_id = kNoEndpoint;
+  }
+  wire_ = &wire;
+}
+
+void SwitchFabric::Enter(uint8_t* frame, uint32_t index, TimePoint now) {
   ++counters_.frames;
   if (options_.wipe_every_frames > 0 && counters_.frames % options_.wipe_every_frames == 0) {
+    Drain(now);  // the frames before this one see the switches as they were
     for (Switch& s : switches_) s.host->pipeline().WipeState();
     ++counters_.wipes;
   }
-  if (!wire::IsAtpFrame(frame, options_.base_port)) return WireDecision{WireAction::kRoute, {}};
-  if (wire_ != &wire) {  // endpoint ids are per wire
-    endpoint_cache_ = {};
-    for (Switch& s : switches_) {
-      for (const std::unique_ptr<Port>& p : s.ports) p->endpoint_id = kNoEndpoint;
-    }
-    wire_ = &wire;
+  if (!wire::IsAtpFrame(std::span<const uint8_t, kFrameBytes>(frame, kFrameBytes),
+                        options_.base_port)) {
+    Pass(frame, now);
+    return;
   }
-  current_ = frame.data();
-  const uint8_t* bytes = frame.data();
-
-  // A parameter packet: toward the job's group.
-  if (auto group = group_racks_.find(LoadBig32(bytes + kDstIpOffset));
-      group != group_racks_.end()) {
-    if (Lose()) return WireDecision{WireAction::kDrop, {}};
-    ++counters_.multicast;
-    if (!switches_.empty()) return Run(frame, ps_switch_, ps_port_, now);
-    // No switch: replicated to the workers like a multicast router.
-    endpoints_.clear();
-    for (const std::vector<wire::Ipv4Address>& rack : group->second) {
-      for (const wire::Ipv4Address& ip : rack) {
-        if (Lose() || Filtered(ip, bytes)) continue;
-        if (const transport::EndpointId e = EndpointFor(ip.value); e != kNoEndpoint) {
-          endpoints_.push_back(e);
-        }
+  const Entrance& entrance =
+      EntranceOf(LoadBig32(frame + kSrcIpOffset), LoadBig32(frame + kDstIpOffset));
+  if (Lose()) {
+    ++entry_drops_;
+    return;
+  }
+  switch (entrance.kind) {
+    case Entrance::Kind::kGroup:
+      ++counters_.multicast;
+      // No switch (kNone): replicated to the workers like a multicast router.
+      if (switches_.empty()) {
+        MulticastWithoutSwitches(*entrance.racks, frame);
+        return;
       }
-    }
-    return WireDecision{WireAction::kSendTo, endpoints_};
+      break;
+    case Entrance::Kind::kWorker:
+      break;
+    case Entrance::Kind::kElsewhere:
+      Pass(frame, now);
+      return;
   }
+  fates_[index] = Fate::kInside;
+  Arrive(entrance.sw, entrance.port,
+         FrameRef{frame, borrowed_.get(), index, static_cast<uint32_t>(kFrameBytes)});
+}
 
-  // A gradient (or anything else) from a worker: up through the switches.
-  if (auto at = worker_port_.find(LoadBig32(bytes + kSrcIpOffset)); at != worker_port_.end()) {
-    if (Lose()) return WireDecision{WireAction::kDrop, {}};
-    return Run(frame, at->second.first, at->second.second, now);
+const SwitchFabric::Entrance& SwitchFabric::EntranceOf(uint32_t src, uint32_t dst) {
+  const uint64_t key = uint64_t{src} << 32 | dst;
+  if (entrance_valid_ && entrance_key_ == key) return entrance_;
+  Entrance e;
+  if (auto group = group_racks_.find(dst); group != group_racks_.end()) {
+    // A parameter packet, toward the job's group.
+    e = Entrance{Entrance::Kind::kGroup, ps_switch_, ps_port_, &group->second};
+  } else if (auto at = worker_port_.find(src); at != worker_port_.end()) {
+    // A gradient (or anything else) from a worker: up through the switches.
+    e = Entrance{Entrance::Kind::kWorker, at->second.first, at->second.second, nullptr};
   }
-  if (Lose()) return WireDecision{WireAction::kDrop, {}};
-  return WireDecision{WireAction::kRoute, {}};
+  entrance_ = e;
+  entrance_key_ = key;
+  entrance_valid_ = true;
+  return entrance_;
+}
+
+void SwitchFabric::ProcessBurst(std::span<const transport::BurstFrame> frames, TimePoint now,
+                                const transport::LoopbackWire& wire,
+                                transport::WireOutput& output) {
+  // mu_ is held: BeginBurst took it.
+  UseWire(wire);
+  output_ = &output;
+  entry_drops_ = 0;
+  fates_.assign(frames.size(), Fate::kOutside);
+  for (size_t i = 0; i < frames.size(); ++i) Enter(frames[i].data, static_cast<uint32_t>(i), now);
+  Drain(now);
+  // Frames that went in and of which nothing came out: the wire counts them
+  // as dropped, with those lost on the way in.
+  const auto absorbed =
+      static_cast<uint64_t>(std::count(fates_.begin(), fates_.end(), Fate::kInside));
+  counters_.absorbed += absorbed;
+  output.Dropped(absorbed + entry_drops_);
+  output_ = nullptr;
+}
+
+transport::WireDecision SwitchFabric::Process(std::span<uint8_t, kFrameBytes> frame,
+                                              transport::EndpointId from, TimePoint now,
+                                              const transport::LoopbackWire& wire) {
+  DecisionOutput output(&decision_endpoints_);
+  const transport::BurstFrame burst{frame.data(), from};
+  ProcessBurst({&burst, 1}, now, wire, output);
+  return output.Finish(frame);
 }
 
 FabricStats SwitchFabric::stats() const {

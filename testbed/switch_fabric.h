@@ -22,16 +22,21 @@
 // group) goes PS -> ToR(PS rack) -> ToR(each rack) -> each worker. Each
 // switch is a SwitchHost whose ports are fabric ports: one per worker of its
 // rack, one per link to another switch, one toward the parameter servers
-// (the wire routes from there). A frame entering the wire is delivered to
-// its first switch's port and the switches are polled (PollQueue, queue 0) until every
-// copy has left the fabric; routing, multicast, ECN marking and drops are the
-// host's. Every hop of every copy can lose the frame (loss_rate,
-// deterministic seed). The ECN depth of a port is the receive backlog of the
-// queue the frame is bound for (a worker's, or its final destination's
-// beyond another switch).
+// (the wire routes from there). The wire hands the fabric a run of frames
+// entering it (ProcessBurst: one sender's, in order); each goes into its
+// first switch's port, then every port holding frames is polled (PollQueue,
+// queue 0: the whole inbox as the host's bursts), breadth first, until every
+// copy has left the fabric; routing, multicast, ECN marking and drops are
+// the host's. A copy leaving toward a worker or the parameter servers goes
+// straight to the wire's output. Frames of one sender reach each receiver in
+// the order sent (each port is a FIFO, and they all take the same path).
+// Every hop of every copy can lose the frame (loss_rate, deterministic
+// seed). The ECN depth of a port is the receive backlog of the queue the
+// frame is bound for (a worker's, or its final destination's beyond another
+// switch); frames of the same run still inside the fabric are not in it.
 //
-// Thread safety: Process runs under the wire's lock; the fabric also keeps
-// its own lock, held from BeginBurst to EndBurst, so stats() and
+// Thread safety: ProcessBurst runs under the wire's lock; the fabric also
+// keeps its own lock, held from BeginBurst to EndBurst, so stats() and
 // WipeSwitches() may be called from any thread.
 #ifndef ATP_TESTBED_SWITCH_FABRIC_H_
 #define ATP_TESTBED_SWITCH_FABRIC_H_
@@ -87,7 +92,8 @@ struct SwitchFabricOptions {
 struct FabricStats {
   uint64_t frames = 0;        // frames the wire handed to the fabric
   uint64_t lost = 0;          // copies dropped by loss_rate
-  uint64_t absorbed = 0;      // gradients a switch consumed (aggregated or duplicate)
+  uint64_t absorbed = 0;      // frames that entered a switch and of which no copy left the
+                              // fabric (gradients aggregated or duplicate, copies all lost)
   uint64_t malformed = 0;     // frames a switch rejected
   uint64_t multicast = 0;     // parameter packets replicated to workers
   uint64_t wipes = 0;         // times every switch lost its state
@@ -100,8 +106,14 @@ class SwitchFabric final : public transport::FrameProcessor {
   static absl::StatusOr<std::unique_ptr<SwitchFabric>> Create(const SwitchFabricOptions& options);
   ~SwitchFabric() override;
 
-  // Process: between BeginBurst and EndBurst, which hold the fabric's lock
-  // for the whole run of frames.
+  // ProcessBurst: between BeginBurst and EndBurst, which hold the fabric's
+  // lock for the whole run of bursts. Every frame has left the fabric (or
+  // been consumed) when it returns.
+  void ProcessBurst(std::span<const transport::BurstFrame> frames, TimePoint now,
+                    const transport::LoopbackWire& wire, transport::WireOutput& output) override;
+  // Process: one frame, as a burst of one, for a caller that wants a
+  // decision (the wire calls ProcessBurst): the bytes of the first copy that
+  // left replace the frame's, and every endpoint it left toward gets them.
   transport::WireDecision Process(std::span<uint8_t, transport::kFrameBytes> frame,
                                   transport::EndpointId from, TimePoint now,
                                   const transport::LoopbackWire& wire) override;
@@ -116,8 +128,8 @@ class SwitchFabric final : public transport::FrameProcessor {
   // DeliveryFilter: called for every copy of a frame about to leave the
   // fabric toward worker `to`, with the frame's ATP header; false drops that
   // copy (counted in `filtered`). Fault injection for tests: it runs under
-  // the fabric's lock, on whichever thread sent the frame, and must not call
-  // back into the fabric or the wire.
+  // the fabric's lock, on whichever thread runs the processor, and must not
+  // call back into the fabric or the wire.
   using DeliveryFilter = std::function<bool(wire::Ipv4Address to, const wire::AtpHeader& header)>;
   // SetDeliveryFilter: any thread; an empty filter delivers everything.
   void SetDeliveryFilter(DeliveryFilter filter);
@@ -125,14 +137,24 @@ class SwitchFabric final : public transport::FrameProcessor {
  private:
   class Port;
   class BorrowedPool;
+  class CopyPool;
+  class DepthProbe;
+  class DecisionOutput;
   struct Switch {
+    std::unique_ptr<DepthProbe> depth;  // before the host, which holds a pointer to it
     std::unique_ptr<switchd::SwitchHost> host;
     std::vector<std::unique_ptr<Port>> ports;
   };
-  // Arrival: a frame waiting in `port` of switch `sw` for that host's poll.
+  // Arrival: a port of switch `sw` whose inbox has frames for that host's poll.
   struct Arrival {
     uint32_t sw;
     uint32_t port;
+  };
+  // Fate: what became of an entering frame of the current burst.
+  enum class Fate : uint8_t {
+    kOutside,  // never entered a switch (lost on the way in, routed around them)
+    kInside,   // entered a switch, no copy has left the fabric yet
+    kLeft,     // a copy left toward a worker or the parameter servers
   };
 
   explicit SwitchFabric(const SwitchFabricOptions& options);
@@ -142,13 +164,56 @@ class SwitchFabric final : public transport::FrameProcessor {
   uint32_t AddPort(uint32_t sw, std::string name);
   void Link(uint32_t a, uint32_t b, uint32_t* a_port, uint32_t* b_port);
 
-  bool Lose();
-  // Filtered: the delivery filter drops the copy of the current frame to `to`.
+  // UseWire: `wire` is the one the fabric works for now; endpoint ids are
+  // per wire, so a new one empties what was cached.
+  void UseWire(const transport::LoopbackWire& wire);
+  // Enter: entering frame `index` of the burst: lost, passed around the
+  // switches, or put in its first switch's port.
+  void Enter(uint8_t* frame, uint32_t index, TimePoint now);
+  // Entrance: where an ATP frame enters the fabric.
+  struct Entrance {
+    enum class Kind : uint8_t {
+      kGroup,      // a parameter packet (to a job's group): the PS rack's switch
+      kWorker,     // from a worker: its ToR
+      kElsewhere,  // anything else: routed around the switches
+    };
+    Kind kind = Kind::kElsewhere;
+    uint32_t sw = 0;  // kGroup, kWorker: the switch and its port the frame enters
+    uint32_t port = 0;
+    const std::vector<std::vector<wire::Ipv4Address>>* racks = nullptr;  // kGroup: its workers
+  };
+  // EntranceOf: the Entrance of a frame from `src` to `dst` (host order).
+  // The last answer is kept: a run of frames is one sender's, mostly to one
+  // destination, and the tables do not change once built.
+  const Entrance& EntranceOf(uint32_t src, uint32_t dst);
+  // MulticastWithoutSwitches: kNone: a parameter packet to its job's workers.
+  void MulticastWithoutSwitches(const std::vector<std::vector<wire::Ipv4Address>>& racks,
+                                const uint8_t* frame);
+  // Pass: a frame the switches do not see, routed by the wire, after what is
+  // still inside the fabric (which may be of the same sender).
+  void Pass(const uint8_t* frame, TimePoint now);
+  // Arrive: `frame` into port `port` of switch `sw`, for that host's poll.
+  void Arrive(uint32_t sw, uint32_t port, const transport::FrameRef& frame);
+  // Drain: polls every port that has frames, breadth first, until none has.
+  void Drain(TimePoint now);
+  // Lose: whether loss_rate takes this copy (counted); inline for the
+  // common case of no loss at all.
+  bool Lose() { return loss_threshold_ != 0 && Draw(); }
+  bool Draw();
+  // Filtered: the delivery filter drops the copy of `frame` to `to`.
   bool Filtered(wire::Ipv4Address to, const uint8_t* frame);
-  // Sent: what a port's TxBurst does with a frame (called by Port).
+  // Sent: what a port's TxBurst does with a frame (called by Port); then
+  // ReleaseSent once per TxBurst: the copies done with go back to their pool.
   void Sent(const Port& port, const transport::FrameRef& frame);
-  // Depth: the ECN depth of a port toward the frame now in the fabric.
-  size_t Depth(const Port& port, uint32_t queue) const;
+  void ReleaseSent();
+  // Left: a copy of `frame`'s entering frame has left the fabric.
+  void Left(const transport::FrameRef& frame);
+  // OriginOf: the index in the burst of the entering frame `frame` is, or is
+  // a copy of.
+  uint32_t OriginOf(const transport::FrameRef& frame) const;
+  // Depth: the ECN depth of `port`'s queue `queue` toward where `frame` goes
+  // (called by the port's host, through its DepthProbe).
+  uint32_t Depth(const Port& port, uint32_t queue, const transport::FrameRef& frame);
   // EndpointFor: the wire's endpoint owning `ipv4` (host order), through
   // endpoint_cache_: the wire's lookup is a hash probe behind a virtual call,
   // and every copy of every frame needs one or two.
@@ -159,9 +224,6 @@ class SwitchFabric final : public transport::FrameProcessor {
   transport::EndpointId EndpointFor(uint32_t ipv4) const;
   // EndpointOf: EndpointFor a kEndpoint port's node, kept in the port.
   transport::EndpointId EndpointOf(const Port& port) const;
-  transport::WireDecision Run(std::span<uint8_t, transport::kFrameBytes> frame,
-                              uint32_t sw, uint32_t port, TimePoint now);
-  void Emit(std::span<uint8_t, transport::kFrameBytes> frame, const transport::FrameRef& out);
 
   const SwitchFabricOptions options_;
   mutable std::mutex mu_;
@@ -171,16 +233,23 @@ class SwitchFabric final : public transport::FrameProcessor {
   absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> worker_port_;  // ip -> (switch, port)
   uint32_t ps_switch_ = 0;                                    // where frames leave for the PS
   uint32_t ps_port_ = 0;
-  std::unique_ptr<BorrowedPool> borrowed_;                    // the wire's frame
+  std::unique_ptr<BorrowedPool> borrowed_;                    // the wire's frames
   std::unique_ptr<transport::HeapFramePool> copies_;          // multicast copies
-  // Per Process call (under mu_):
+  std::unique_ptr<CopyPool> copy_pool_;                       // copies_, tagging each copy
+  // Per ProcessBurst call (under mu_):
   const transport::LoopbackWire* wire_ = nullptr;
-  const uint8_t* current_ = nullptr;                          // the entering frame's bytes
-  std::vector<Arrival> pending_;
-  std::vector<transport::EndpointId> endpoints_;              // kSendTo storage
-  std::vector<transport::FrameRef> output_;                   // frames that left the fabric
-  bool routed_ = false;                                       // a copy left toward the PS
-  bool emitted_ = false;                                      // the wire's frame holds the output
+  transport::WireOutput* output_ = nullptr;   // the wire's, during the call
+  std::vector<Arrival> pending_;              // ports with frames, in order
+  std::vector<transport::FrameRef> release_;  // copies done with, per TxBurst
+  std::vector<Fate> fates_;                   // [index in the burst]
+  // copy_origin_: [copy's handle in copies_]: the entering frame it copies.
+  std::vector<uint32_t> copy_origin_;
+  std::vector<transport::EndpointId> decision_endpoints_;  // Process's kSendTo storage
+  Entrance entrance_;  // EntranceOf's last answer, for entrance_key_ (src << 32 | dst)
+  uint64_t entrance_key_ = 0;
+  bool entrance_valid_ = false;
+  uint32_t in_hand_ = 0;      // OriginOf the frame a host asked the depth of last
+  uint64_t entry_drops_ = 0;  // entering frames lost before a switch, this burst
   uint64_t rng_;                                              // under mu_
   uint64_t loss_threshold_;                                   // under mu_
   FabricStats counters_;                                      // under mu_ (switches unused)

@@ -134,10 +134,12 @@ size_t SwitchHost::Step(TimePoint now, TimePoint* deadline) {
 
 size_t SwitchHost::PollPort(uint32_t port, TimePoint now) { return PollQueues(port, now); }
 
-uint32_t SwitchHost::EgressDepth(uint32_t port, uint32_t queue) {
+uint32_t SwitchHost::EgressDepth(uint32_t port, uint32_t queue, const FrameRef& frame) {
   const size_t slot = Slot(port, queue);
   if (options_.depth_at_each_frame) {
-    held_[slot] = static_cast<uint32_t>(ports_[port].device->queue(queue).Flush());
+    held_[slot] = options_.frame_depth != nullptr
+                      ? options_.frame_depth->Depth(port, queue, frame)
+                      : static_cast<uint32_t>(ports_[port].device->queue(queue).Flush());
   }
   return held_[slot];
 }
@@ -258,7 +260,7 @@ uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, uint32_t 
     uint32_t depth = 0;
     for (uint32_t port : looked_up->group_ports) {
       if (port != in_port && port < ports_.size()) {
-        depth = std::max(depth, EgressDepth(port, EgressQueue(frame_queue, port)));
+        depth = std::max(depth, EgressDepth(port, EgressQueue(frame_queue, port), frame));
       }
     }
     return depth;
@@ -266,7 +268,7 @@ uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, uint32_t 
   const uint32_t port = route_cache_.LookupPort(options_.routes, dst);
   *looked_up = LookedUp{LookedUp::Kind::kUnicast, dst, port, {}};
   if (port == RouteTable::kNoPort || port == in_port || port >= ports_.size()) return 0;
-  return EgressDepth(port, EgressQueue(frame_queue, port));
+  return EgressDepth(port, EgressQueue(frame_queue, port), frame);
 }
 
 uint32_t SwitchHost::FrameQueue(const FrameRef& frame) const {

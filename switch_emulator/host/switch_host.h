@@ -60,6 +60,18 @@ struct HostPort {
   transport::Device* device = nullptr;
 };
 
+// FrameDepthSource: see SwitchHostOptions::frame_depth.
+class FrameDepthSource {
+ public:
+  // Depth: the ECN depth of `frame` (the frame the host is handling, before
+  // the pipeline sees it) at egress `port`'s queue `queue`. Called on the
+  // host's thread.
+  virtual uint32_t Depth(uint32_t port, uint32_t queue, const transport::FrameRef& frame) = 0;
+
+ protected:
+  ~FrameDepthSource() = default;
+};
+
 struct SwitchHostOptions {
   std::string name = "atp-switchd";
   switch_emulator::PipelineConfig pipeline;
@@ -90,6 +102,12 @@ struct SwitchHostOptions {
   // held at its last Flush (real ports, where Flush pushes frames out and
   // one per frame would break up bursts).
   bool depth_at_each_frame = false;
+  // frame_depth: with depth_at_each_frame, asked for that depth instead of
+  // the queue's Flush(), for a medium whose depth depends on where the frame
+  // goes beyond the port (the in-process fabric: the backlog at the frame's
+  // destination, while earlier frames of the burst are still staged). Null:
+  // Flush(). Not owned; outlives the host.
+  FrameDepthSource* frame_depth = nullptr;
 };
 
 class SwitchHost {
@@ -187,7 +205,7 @@ class SwitchHost {
   // DepthFor: the ECN depth toward where `frame` will go.
   uint32_t DepthFor(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
                     LookedUp* looked_up);
-  uint32_t EgressDepth(uint32_t port, uint32_t queue);
+  uint32_t EgressDepth(uint32_t port, uint32_t queue, const transport::FrameRef& frame);
   void MarkForwarded(const transport::FrameRef& frame, uint32_t depth);
   void Unicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
                uint32_t port);  // RouteTable::kNoPort: no route
