@@ -374,7 +374,9 @@ bool SwitchFabric::Draw() {
   return true;
 }
 
-uint32_t SwitchFabric::OriginOf(const FrameRef& frame) const {
+// OriginOf, EndpointOf, Left and Arrive, on every frame's path, are inline:
+// GCC kept them as calls (3% of the fabric thread's instructions).
+inline uint32_t SwitchFabric::OriginOf(const FrameRef& frame) const {
   return frame.pool == borrowed_.get() ? static_cast<uint32_t>(frame.handle)
                                        : copy_origin_[frame.handle];
 }
@@ -404,12 +406,12 @@ transport::EndpointId SwitchFabric::EndpointFor(uint32_t ipv4) const {
   return *endpoint;
 }
 
-transport::EndpointId SwitchFabric::EndpointOf(const Port& port) const {
+inline transport::EndpointId SwitchFabric::EndpointOf(const Port& port) const {
   if (port.endpoint_id == kNoEndpoint) port.endpoint_id = EndpointFor(port.endpoint.value);
   return port.endpoint_id;
 }
 
-void SwitchFabric::Left(const FrameRef& frame) { fates_[OriginOf(frame)] = Fate::kLeft; }
+inline void SwitchFabric::Left(const FrameRef& frame) { fates_[OriginOf(frame)] = Fate::kLeft; }
 
 void SwitchFabric::Sent(const Port& port, const FrameRef& frame) {
   if (!Lose()) {
@@ -447,7 +449,7 @@ void SwitchFabric::ReleaseSent() {
   release_.clear();
 }
 
-void SwitchFabric::Arrive(uint32_t sw, uint32_t port, const FrameRef& frame) {
+inline void SwitchFabric::Arrive(uint32_t sw, uint32_t port, const FrameRef& frame) {
   Port& p = *switches_[sw].ports[port];
   // One arrival per port with frames: its poll takes them all.
   if (!p.has_frames()) pending_.push_back(Arrival{sw, port});
