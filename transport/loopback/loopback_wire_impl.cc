@@ -209,12 +209,15 @@ void LoopbackWireImpl::ProcessAndDeliver(EndpointId from, std::span<const FrameR
   RaiseDelivered();
 }
 
-size_t LoopbackWireImpl::StepRing(const IngressRing& ring, size_t most, bool first_run,
-                                  TimePoint now) {
+size_t LoopbackWireImpl::StepRing(const IngressRing& ring, size_t most, TimePoint now,
+                                  bool* burst_begun) {
   std::array<uint8_t*, kMaxBurst> slots;
   const size_t n = ring.ring->Peek({slots.data(), most});
   if (n == 0) return 0;
-  if (first_run) processor_->BeginBurst();
+  if (!*burst_begun) {
+    processor_->BeginBurst();
+    *burst_begun = true;
+  }
   std::array<BurstFrame, kMaxBurst> run;
   for (size_t i = 0; i < n; ++i) run[i] = BurstFrame{slots[i], ring.from};
   ProcessRun({run.data(), n}, now);
@@ -232,12 +235,13 @@ size_t LoopbackWireImpl::StepProcessor(size_t budget) {
   // that no sender's frames always go first.
   const std::vector<IngressRing>& rings = ingress_rings_;
   size_t done = 0;
+  bool begun = false;  // BeginBurst called
   bool looked_again = false;
   while (done < budget && !rings.empty()) {
     size_t this_pass = 0;
     for (size_t k = 0; k < rings.size() && done < budget; ++k) {
       const IngressRing& ring = rings[(next_ingress_ + k) % rings.size()];
-      const size_t n = StepRing(ring, std::min(kMaxBurst, budget - done), done == 0, now);
+      const size_t n = StepRing(ring, std::min(kMaxBurst, budget - done), now, &begun);
       done += n;
       this_pass += n;
     }
@@ -248,7 +252,7 @@ size_t LoopbackWireImpl::StepProcessor(size_t budget) {
     if (looked_again || !processor_signal_.LowerIfRaised()) break;
     looked_again = true;
   }
-  if (done > 0) processor_->EndBurst();
+  if (begun) processor_->EndBurst();
   Bump(frames_in_, done);
   RaiseDelivered();
   return done;

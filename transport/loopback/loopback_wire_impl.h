@@ -134,16 +134,17 @@ class LoopbackWireImpl final : public LoopbackWire,
     IngressSlotRing* ring;  // owned by the endpoint
     EndpointId from;
   };
-  // StepRing: StepProcessor's run of at most `most` frames from `ring` (its
-  // first run: BeginBurst first). Returns the frames processed.
-  size_t StepRing(const IngressRing& ring, size_t most, bool first_run, TimePoint now);
+  // StepRing: StepProcessor's run of at most `most` frames from `ring`.
+  // Calls BeginBurst before it if *burst_begun is false (and sets it).
+  // Returns the frames processed.
+  size_t StepRing(const IngressRing& ring, size_t most, TimePoint now, bool* burst_begun);
   std::vector<IngressRing> ingress_rings_;  // under mu_: every queue's, in the order added
   size_t next_ingress_ = 0;                 // under mu_: the ring StepProcessor starts at
   std::mutex mu_;  // serializes AddEndpoint and the processor
   std::vector<std::unique_ptr<Endpoint>> endpoints_;      // appended before traffic only
   absl::flat_hash_map<uint32_t, EndpointId> by_ipv4_;     // likewise
   std::vector<RxSignal*> to_raise_;  // under mu_: queues ProcessAndDeliver delivered to
-  Output output_{this};
+  Output output_{this};              // what ProcessRun hands the processor
 
   std::atomic<uint64_t> frames_in_{0};
   std::atomic<uint64_t> delivered_{0};
