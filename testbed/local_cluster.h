@@ -84,10 +84,11 @@ struct LocalClusterOptions {
   bool fabric_thread = false;
   // ps_on_fabric_thread (with fabric_thread): the parameter servers' loops
   // run on the fabric thread too, beside the switches, instead of with the
-  // workers'. Where the switches aggregate, the PS only relays each
-  // aggregate back as the parameter packet; on a machine of two cores this
-  // puts its share on the fabric's core, which then carries about as much
-  // work per fragment as the workers' (bench/RESULTS.md).
+  // workers'. With kNone the PS sums everything while the switches only
+  // copy: on two cores this balances the threads (1.5x fewer instructions
+  // on the busiest, bench/RESULTS.md "Bursts through the fabric"); where
+  // the switches aggregate, the PS only relays their sums and either place
+  // costs about the same.
   bool ps_on_fabric_thread = false;
   // Fabric (loopback only).
   double loss_rate = 0.0;

@@ -122,7 +122,7 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
   options.fabric_thread = shape.fabric_thread;
   if (shape.ps_on_fabric_thread && !shape.fabric_thread) {
     return absl::InvalidArgumentError(
-        "--ps_on_fabric_thread: needs the fabric thread (--fabric_thread=1)");
+        "--ps_on_fabric_thread=1: needs the fabric thread (--fabric_thread=1)");
   }
   options.ps_on_fabric_thread = shape.ps_on_fabric_thread;
   testbed::LocalJob job;

@@ -73,10 +73,14 @@ ABSL_FLAG(int, fabric_thread, -1,
           "switch is a machine of its own, and the I/O threads only quantize, send and receive "
           "(testbed::LocalClusterOptions::fabric_thread); 0: on the sending I/O thread, under "
           "the wire's lock; -1 (default): 1 where the machine has at least 2 cores.");
-ABSL_FLAG(bool, ps_on_fabric_thread, false,
-          "--role=cluster with the fabric thread: the PS's loop runs on the fabric thread, "
-          "beside the switches, instead of with the workers' (it only relays the switches' "
-          "aggregates back; testbed::LocalClusterOptions::ps_on_fabric_thread).");
+ABSL_FLAG(int, ps_on_fabric_thread, -1,
+          "--role=cluster with a fabric thread: 1: the PS's loop runs on the fabric thread, "
+          "beside the switches, instead of with the workers' "
+          "(testbed::LocalClusterOptions::ps_on_fabric_thread); 0: with the workers'; -1 "
+          "(default): 1 where there is a fabric thread. Where the switches aggregate, the PS "
+          "only relays their sums and either place costs the same; with --switches=none it "
+          "sums everything, and beside the switches (which then only copy) the two cores carry "
+          "about equal work.");
 ABSL_FLAG(int, pause_after_iteration, 0,
           "--role=worker, for tests: once this many iterations are done (no operation in "
           "flight), stop the whole process (SIGSTOP) until it gets a SIGCONT, so that a test "
@@ -128,6 +132,18 @@ bool FabricThreadFromFlag(int flag) {
   return ClusterTransportFlag() == "loopback" && Cores() >= 2;
 }
 
+// PsOnFabricThreadFromFlag: what --ps_on_fabric_thread=`flag` gives `shape`:
+// -1: wherever it has a fabric thread (bench/RESULTS.md "Bursts through the
+// fabric"); else `flag` (0 or 1; MakeCluster refuses 1 without a fabric thread).
+bool PsOnFabricThreadFromFlag(const ClusterShape& shape, int flag) {
+  if (flag != -1 && flag != 0 && flag != 1) {
+    tool::ExitIfBad(kProgram, tool::FlagError("ps_on_fabric_thread",
+                                              absl::StrCat(flag, " is not -1 (auto), 0 or 1")));
+  }
+  if (flag != -1) return flag == 1;
+  return shape.fabric_thread;
+}
+
 // ClusterThreadsFromFlag: what --cluster_threads=`flag` gives `shape`: -1:
 // one thread per core, at most one per loop (threads beyond the cores only
 // add hand-offs), less the fabric thread's core if `shape` has one; over
@@ -172,7 +188,8 @@ int Main(int argc, char** argv) {
   shape.racks = absl::GetFlag(FLAGS_racks);
   shape.io_threads = absl::GetFlag(FLAGS_io_threads);
   shape.fabric_thread = FabricThreadFromFlag(absl::GetFlag(FLAGS_fabric_thread));
-  shape.ps_on_fabric_thread = absl::GetFlag(FLAGS_ps_on_fabric_thread);
+  shape.ps_on_fabric_thread =
+      PsOnFabricThreadFromFlag(shape, absl::GetFlag(FLAGS_ps_on_fabric_thread));
   shape.shared_threads = ClusterThreadsFromFlag(shape, absl::GetFlag(FLAGS_cluster_threads));
   // Each worker's input and output, the exact aggregate, and the oracle's
   // int64 sums (two floats' worth).

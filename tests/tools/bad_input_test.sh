@@ -51,7 +51,8 @@ expect "--cluster_threads" atp-throughput --workers=2 --cluster_threads=4
 expect "--cluster_threads" atp-throughput --cluster_threads=-2
 expect "--fabric_thread" atp-throughput --fabric_thread=2
 expect "--fabric_thread" atp-throughput --transport=kernel_udp --fabric_thread=1
-expect "--ps_on_fabric_thread" atp-throughput --fabric_thread=0 --ps_on_fabric_thread
+expect "--ps_on_fabric_thread" atp-throughput --fabric_thread=0 --ps_on_fabric_thread=1
+expect "--ps_on_fabric_thread" atp-throughput --ps_on_fabric_thread=2
 expect "--slots" atp-throughput --slots=100
 expect "--window" atp-throughput --window=300 --slots=256
 expect "--path_rtt_us" atp-throughput --path_rtt_us=2000000
@@ -73,7 +74,7 @@ expect "--path_rtt_us" atp-throughput "${worker[@]}" --path_rtt_us=0
 expect "--workers" atp-throughput "${worker[@]}" --workers=4
 expect "--cluster_threads" atp-throughput "${worker[@]}" --cluster_threads=1
 expect "--fabric_thread" atp-throughput "${worker[@]}" --fabric_thread=1
-expect "--ps_on_fabric_thread" atp-throughput "${worker[@]}" --ps_on_fabric_thread
+expect "--ps_on_fabric_thread" atp-throughput "${worker[@]}" --ps_on_fabric_thread=1
 expect "--tensor_floats" atp-throughput "${worker[@]}" --tensor_floats=40000000000
 expect "--rto_floor_us" atp-throughput "${worker[@]}" --rto_floor_us=0
 expect "--max_sleep_us" atp-throughput "${worker[@]}" --max_sleep_us=0
