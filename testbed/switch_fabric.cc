@@ -21,7 +21,6 @@ using transport::FrameRef;
 using wire::internal::LoadBig32;
 using transport::kFrameBytes;
 
-
 constexpr size_t kSrcIpOffset = wire::kIpv4Offset + 12;
 constexpr size_t kDstIpOffset = wire::kIpv4Offset + 16;
 // Multicast copies one frame can need at once (a group's ports, every switch).
