@@ -23,6 +23,7 @@ using testing::FrameSpec;
 using testing::MakeFrame;
 using testing::Node;
 using testing::PoolsAreFull;
+using testing::SteppedWire;
 using testing::Take;
 
 uint32_t PositionOf(uint8_t* frame) { return wire::PositionOfSeq(wire::FrameView(frame).seq()); }
@@ -66,14 +67,6 @@ class RunRecorder : public FrameProcessor {
  private:
   bool in_burst_ = false;
 };
-
-std::shared_ptr<LoopbackWire> SteppedWire(FrameProcessor& processor,
-                                          uint32_t ingress_ring_frames = 1024) {
-  LoopbackWireOptions options{&processor, {}};
-  options.stepped_processor = true;
-  options.ingress_ring_frames = ingress_ring_frames;
-  return LoopbackWire::Create(options);
-}
 
 TEST(LoopbackBurst, StepProcessorHandsEachSendersRunAtOnceInOrder) {
   RunRecorder processor;

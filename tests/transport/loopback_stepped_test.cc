@@ -28,6 +28,7 @@ using testing::Node;
 using testing::PoolsAreFull;
 using testing::Readable;
 using testing::SendAll;
+using testing::SteppedWire;
 using testing::Take;
 using testing::Write;
 
@@ -47,15 +48,6 @@ class Recorder final : public FrameProcessor {
   std::vector<EndpointId> from_;
   std::vector<uint32_t> positions;
 };
-
-// SteppedWire: a wire whose processor runs only in StepProcessor.
-std::shared_ptr<LoopbackWire> SteppedWire(Recorder& processor,
-                                          uint32_t ingress_ring_frames = 1024) {
-  LoopbackWireOptions options{&processor, {}};
-  options.stepped_processor = true;
-  options.ingress_ring_frames = ingress_ring_frames;
-  return LoopbackWire::Create(options);
-}
 
 // SendWaiting: every frame through Take, 32 at a time, polling `drain` (may
 // be null) in between; while the ring has no free slot it waits for another

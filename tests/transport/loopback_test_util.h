@@ -65,6 +65,15 @@ inline size_t Take(Queue& queue, const std::vector<FrameBytes>& frames) {
   return taken;
 }
 
+// SteppedWire: a wire whose processor runs only in StepProcessor.
+inline std::shared_ptr<LoopbackWire> SteppedWire(FrameProcessor& processor,
+                                                 uint32_t ingress_ring_frames = 1024) {
+  LoopbackWireOptions options{&processor, {}};
+  options.stepped_processor = true;
+  options.ingress_ring_frames = ingress_ring_frames;
+  return LoopbackWire::Create(options);
+}
+
 }  // namespace atp::transport::testing
 
 #endif  // ATP_TESTS_TRANSPORT_LOOPBACK_TEST_UTIL_H_
