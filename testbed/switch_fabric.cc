@@ -47,9 +47,9 @@ class SwitchFabric::BorrowedPool final : public transport::FramePool {
 };
 
 // CopyPool: what the hosts take multicast copies from: copies_, each copy
-// tagged with the entering frame the host is handling (the one it last asked
-// a depth for, which it does before it copies a frame), so that a copy
-// leaving the fabric counts for its entering frame. The copies go back to
+// tagged with the entering frame the host is handling (the one it last
+// named through DepthProbe::Handling), so that a copy leaving the fabric
+// counts for its entering frame. The copies go back to
 // copies_ directly.
 class SwitchFabric::CopyPool final : public transport::FramePool {
  public:
@@ -69,11 +69,12 @@ class SwitchFabric::CopyPool final : public transport::FramePool {
   SwitchFabric* const fabric_;
 };
 
-// DepthProbe: a switch's SwitchHostOptions::frame_depth: the fabric's Depth
-// for that switch's ports.
+// DepthProbe: a switch's SwitchHostOptions::frame_depth: the frame its host
+// handles (for CopyPool's tags) and the fabric's Depth for its ports.
 class SwitchFabric::DepthProbe final : public switchd::FrameDepthSource {
  public:
   DepthProbe(SwitchFabric* fabric, uint32_t sw) : fabric_(fabric), sw_(sw) {}
+  void Handling(const FrameRef& frame) override { fabric_->in_hand_ = fabric_->OriginOf(frame); }
   uint32_t Depth(uint32_t port, uint32_t queue, const FrameRef& frame) override {
     return fabric_->Depth(*fabric_->switches_[sw_].ports[port], queue, frame);
   }
@@ -381,8 +382,6 @@ inline uint32_t SwitchFabric::OriginOf(const FrameRef& frame) const {
 }
 
 uint32_t SwitchFabric::Depth(const Port& port, uint32_t queue, const FrameRef& frame) {
-  // The host asks before it copies the frame: its copies are the frame's.
-  in_hand_ = OriginOf(frame);
   // An endpoint's port: its receive backlog; any other: the backlog of the
   // frame's destination (the queue it is bound for beyond). Switches rewrite
   // no address: that is the entering frame's destination.

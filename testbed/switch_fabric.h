@@ -248,7 +248,7 @@ class SwitchFabric final : public transport::FrameProcessor {
   Entrance entrance_;  // EntranceOf's last answer, for entrance_key_ (src << 32 | dst)
   uint64_t entrance_key_ = 0;
   bool entrance_valid_ = false;
-  uint32_t in_hand_ = 0;      // OriginOf the frame a host asked the depth of last
+  uint32_t in_hand_ = 0;      // OriginOf the frame a host handles now (DepthProbe::Handling)
   uint64_t entry_drops_ = 0;  // entering frames lost before a switch, this burst
   uint64_t rng_;                                              // under mu_
   uint64_t loss_threshold_;                                   // under mu_

@@ -188,6 +188,7 @@ void SwitchHost::FlushAll() {
 
 void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
   release_count_ = 0;
+  depth_memo_.valid = false;
   // A burst of one frame: each copy leaves at once (one TxBurst per egress
   // queue, in the order staging would have sent them), without staging.
   transmit_at_once_ = n == 1;
@@ -209,6 +210,7 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
     // The pipeline rewrites neither addresses nor ports: the queue the frame
     // names holds for its depth and for its routing.
     const uint32_t frame_queue = FrameQueue(frame);
+    if (options_.frame_depth != nullptr) options_.frame_depth->Handling(frame);
     LookedUp looked_up;
     const uint32_t depth = DepthFor(in_port, frame, frame_queue, &looked_up);
     const Decision d = pipeline_.Process(frame.bytes(), now, depth);
@@ -254,21 +256,29 @@ uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, uint32_t 
   const uint8_t* ip = Ipv4Header(frame);
   if (ip == nullptr) return 0;
   const uint32_t dst = LoadBig32(ip + 16);
+  DepthMemo& memo = depth_memo_;
+  if (memo.valid && memo.dst == dst && memo.in_port == in_port && memo.frame_queue == frame_queue) {
+    *looked_up = memo.looked_up;
+    return memo.depth;
+  }
+  uint32_t depth = 0;
   if (IsMulticastAddress(dst)) {
     *looked_up =
         LookedUp{LookedUp::Kind::kGroup, dst, RouteTable::kNoPort, options_.multicast.Ports(dst)};
-    uint32_t depth = 0;
     for (uint32_t port : looked_up->group_ports) {
       if (port != in_port && port < ports_.size()) {
         depth = std::max(depth, EgressDepth(port, EgressQueue(frame_queue, port), frame));
       }
     }
-    return depth;
+  } else {
+    const uint32_t port = route_cache_.LookupPort(options_.routes, dst);
+    *looked_up = LookedUp{LookedUp::Kind::kUnicast, dst, port, {}};
+    if (port != RouteTable::kNoPort && port != in_port && port < ports_.size()) {
+      depth = EgressDepth(port, EgressQueue(frame_queue, port), frame);
+    }
   }
-  const uint32_t port = route_cache_.LookupPort(options_.routes, dst);
-  *looked_up = LookedUp{LookedUp::Kind::kUnicast, dst, port, {}};
-  if (port == RouteTable::kNoPort || port == in_port || port >= ports_.size()) return 0;
-  return EgressDepth(port, EgressQueue(frame_queue, port), frame);
+  memo = DepthMemo{true, in_port, dst, frame_queue, *looked_up, depth};
+  return depth;
 }
 
 uint32_t SwitchHost::FrameQueue(const FrameRef& frame) const {
@@ -365,6 +375,7 @@ void SwitchHost::Transmit(size_t slot) {
 }
 
 void SwitchHost::Send(uint32_t port, uint32_t queue_index, std::span<const FrameRef> frames) {
+  depth_memo_.valid = false;  // what it sends deepens queues
   transport::Queue& queue = ports_[port].device->queue(queue_index);
   size_t sent = 0;
   for (uint32_t attempt = 0; attempt < options_.tx_attempts && sent < frames.size(); ++attempt) {

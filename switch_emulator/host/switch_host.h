@@ -63,9 +63,13 @@ struct HostPort {
 // FrameDepthSource: see SwitchHostOptions::frame_depth.
 class FrameDepthSource {
  public:
+  // Handling: the host is about to run `frame` through its pipeline; the
+  // copies it makes until the next Handling are of it. Called on the host's
+  // thread for every frame it handles.
+  virtual void Handling(const transport::FrameRef& frame) = 0;
   // Depth: the ECN depth of `frame` (the frame the host is handling, before
   // the pipeline sees it) at egress `port`'s queue `queue`. Called on the
-  // host's thread.
+  // host's thread; not for every frame (DepthMemo).
   virtual uint32_t Depth(uint32_t port, uint32_t queue, const transport::FrameRef& frame) = 0;
 
  protected:
@@ -251,6 +255,21 @@ class SwitchHost {
   std::vector<size_t> touched_;      // slots with staged frames
   std::vector<uint32_t> held_;       // [Slot(port, queue)]: Flush's last answer
   bool transmit_at_once_ = false;    // the burst being handled has one frame
+  // depth_memo_: DepthFor's last answer. A depth changes only when this host
+  // sends (Send) or between its bursts (other hosts' sends, receivers taking
+  // frames, FlushAll), and a burst's frames mostly share an entry and a
+  // destination: the lookups and depth reads run once per burst and
+  // destination, not once per frame. Forgotten at every Send and at every
+  // burst's start.
+  struct DepthMemo {
+    bool valid = false;
+    uint32_t in_port = 0;
+    uint32_t dst = 0;  // the frame's IPv4 destination, host order
+    uint32_t frame_queue = 0;
+    LookedUp looked_up;
+    uint32_t depth = 0;
+  };
+  DepthMemo depth_memo_;
 };
 
 }  // namespace atp::switchd

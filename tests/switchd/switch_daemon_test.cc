@@ -725,6 +725,47 @@ TEST(SwitchDaemonBackpressureTest, RefusedFramesAreDroppedCountedAndReturned) {
   }
 }
 
+// The host reads a depth once per burst and destination (SwitchHost's
+// DepthMemo): frames of one burst to two destinations, one behind a deep
+// queue and one behind an empty one, interleaved, are each marked by their
+// own egress queue only.
+TEST(SwitchDaemonEcnTest, ABurstToTwoDestinationsMarksOnlyTheDeepOnesFrames) {
+  StuckDevice in, deep, shallow;
+  SwitchDaemonOptions options;
+  options.host.pipeline.aggregator_count = kAggregators;
+  options.host.pipeline.ecn_threshold = 8;
+  ASSERT_TRUE(options.host.routes.Add(Ip("10.1.200.1"), 32, 1).ok());
+  ASSERT_TRUE(options.host.routes.Add(Ip("10.1.200.2"), 32, 2).ok());
+  options.clock = [] { return TimePoint::FromNanoseconds(1); };
+  auto daemon = SwitchDaemon::Create(std::move(options),
+                                     {{"in", &in}, {"deep", &deep}, {"shallow", &shallow}});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  deep.queue_.accept = 64;
+  deep.queue_.held = 9;
+  shallow.queue_.accept = 64;
+  (*daemon)->PollRound(TimePoint::FromNanoseconds(1));  // the Flush learns the depths
+  const DeviceAddress w = Node("10.1.0.1");
+  for (uint32_t i = 0; i < 6; ++i) {
+    // A job this switch only forwards: the host marks CE past the threshold.
+    const DeviceAddress to = Node(i % 2 == 0 ? "10.1.200.1" : "10.1.200.2");
+    in.queue_.Inject(Encode(w, to, Gradient(kOtherJob, 0, i, i, 0, 0), Values(1)));
+  }
+  (*daemon)->PollRound(TimePoint::FromNanoseconds(1));  // one burst of 6
+  ASSERT_EQ(deep.queue_.taken_.size(), 3u);
+  ASSERT_EQ(shallow.queue_.taken_.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    FrameFields fields;
+    ASSERT_EQ(wire::DecodeFrame(deep.queue_.taken_[i].bytes(), kBase, &fields, nullptr),
+              DecodeError::kOk);
+    EXPECT_EQ(fields.ip_tos, wire::kTosCe) << "deep " << i;
+    ASSERT_EQ(wire::DecodeFrame(shallow.queue_.taken_[i].bytes(), kBase, &fields, nullptr),
+              DecodeError::kOk);
+    EXPECT_EQ(fields.ip_tos, wire::kTosEct0) << "shallow " << i;
+  }
+  EXPECT_EQ((*daemon)->Stats().routing.ce_marked, 3u);
+  daemon->reset();
+}
+
 TEST(SwitchDaemonCreateTest, RefusesBadOptions) {
   StuckDevice a;
   SwitchDaemonOptions bad_burst;
