@@ -28,12 +28,19 @@ FrameRef Reserve(IngressSlotRing& ring, uint32_t tag) {
   return frame;
 }
 
-// Drain: the tags of every published frame, popped in order.
+// Front: the oldest published frame not yet popped (a Peek of one; PopPeeked
+// pops it), or null.
+uint8_t* Front(IngressSlotRing& ring) {
+  uint8_t* frame = nullptr;
+  return ring.Peek({&frame, 1}) == 1 ? frame : nullptr;
+}
+
+// Drain: the tags of every published frame, popped one by one in order.
 std::vector<uint32_t> Drain(IngressSlotRing& ring) {
   std::vector<uint32_t> tags;
-  for (uint8_t* frame = ring.Front(); frame != nullptr; frame = ring.Front()) {
+  for (uint8_t* frame = Front(ring); frame != nullptr; frame = Front(ring)) {
     tags.push_back(Tag(frame));
-    ring.Pop();
+    ring.PopPeeked();
   }
   return tags;
 }
@@ -52,7 +59,7 @@ TEST(IngressSlotRing, PublishesUpToTheFirstSlotStillReservedAndRaisesTheProcesso
 
   ring.MarkSent(c);
   ring.Publish();
-  EXPECT_EQ(ring.Front(), nullptr) << "c waits behind a and b";
+  EXPECT_EQ(Front(ring), nullptr) << "c waits behind a and b";
   EXPECT_FALSE(Readable(processor.fd()));
   ring.MarkSent(a);
   ring.Publish();
@@ -130,14 +137,14 @@ TEST(IngressSlotRing, AProducerAndAConsumerThreadLoseNothingAndKeepTheOrder) {
   std::thread consumer([&] {
     uint32_t next = 0;
     while (next < kFrames && !failed.load()) {
-      uint8_t* frame = ring.Front();
+      uint8_t* frame = Front(ring);
       if (frame == nullptr) {
         std::this_thread::yield();
         continue;
       }
       if (Tag(frame) != next) failed.store(true);
       ++next;
-      ring.Pop();
+      ring.PopPeeked();
     }
   });
   for (uint32_t tag = 0; tag < kFrames && !failed.load();) {
@@ -159,7 +166,7 @@ TEST(IngressSlotRing, AProducerAndAConsumerThreadLoseNothingAndKeepTheOrder) {
   }
   consumer.join();
   EXPECT_FALSE(failed.load()) << "a frame out of order";
-  EXPECT_EQ(ring.Front(), nullptr);
+  EXPECT_EQ(Front(ring), nullptr);
   EXPECT_EQ(ring.free_count(), ring.capacity());
 }
 

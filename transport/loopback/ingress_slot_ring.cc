@@ -53,20 +53,10 @@ void IngressSlotRing::Publish() {
   processor_->Raise();
 }
 
-uint8_t* IngressSlotRing::Front() {
-  uint64_t next = processed_.load(std::memory_order_relaxed);
-  const uint64_t published = published_.load(std::memory_order_acquire);
-  // Holes go back to the sender at once.
-  while (next < published && SlotAt(next).state == kHole) {
-    processed_.store(++next, std::memory_order_release);
-  }
-  return next < published ? FrameAt(next) : nullptr;
-}
-
 size_t IngressSlotRing::Peek(std::span<uint8_t*> frames) {
   uint64_t next = processed_.load(std::memory_order_relaxed);
   const uint64_t published = published_.load(std::memory_order_acquire);
-  // Holes before the first frame go back to the sender at once, as in Front.
+  // Holes before the first frame go back to the sender at once.
   while (next < published && SlotAt(next).state == kHole) {
     processed_.store(++next, std::memory_order_release);
   }

@@ -18,9 +18,9 @@
 // the first one still reserved, so frames reach it in the order their slots
 // were allocated, and a slot the sender keeps reserved holds back the ones
 // after it; every publication raises the processor's signal. The consumer
-// takes published slots in order (Front), works on the frame in place, and
-// Pops it: the slot is free for the sender again. Or it takes a run of them
-// at once (Peek) and pops the whole run when done with all (PopPeeked).
+// takes a run of published slots in order (Peek), works on the frames in
+// place, and pops the whole run when done with all (PopPeeked): the slots
+// are free for the sender again.
 //
 // Memory order: the producer writes a slot's frame and state, then stores
 // published_ (release); the consumer loads published_ (acquire) before it
@@ -80,13 +80,6 @@ class IngressSlotRing final : public FramePool {
   }
 
   // Consumer side.
-  // Front: the oldest published frame not yet popped (holes are popped on
-  // the way), or null.
-  uint8_t* Front();
-  // Pop: after a non-null Front, once nothing reads the frame any more.
-  void Pop() {
-    processed_.store(processed_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  }
   // Peek: up to frames.size() of the oldest published frames not yet popped,
   // in order (holes skipped; those before the first frame are popped on the
   // way), written to `frames`; returns how many. They stay in their slots,
