@@ -116,17 +116,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
       host::PollingThread::StepFunction step = [wire](TimePoint) {
         return host::StepResult{wire->StepProcessor(kFabricBudget) > 0, TimePoint::Infinite()};
       };
-      if (options.ps_on_fabric_thread) {
-        ATP_ASSIGN_OR_RETURN(cluster->fabric_threads_,
-                             SharedIoThreads::Create(1, options.polling, "atp-fabric"));
-        cluster->fabric_step_ = cluster->fabric_threads_->threads().all[0]->Add(
-            {wire->processor_wait_fd()}, std::move(step));
-      } else {
-        ATP_ASSIGN_OR_RETURN(
-            cluster->fabric_thread_,
-            host::PollingThread::Start("atp-fabric", options.polling, {wire->processor_wait_fd()},
-                                       std::move(step)));
-      }
+      ATP_ASSIGN_OR_RETURN(cluster->fabric_thread_,
+                           SharedIoThreads::Create(1, options.polling, "atp-fabric"));
+      cluster->fabric_step_ = cluster->fabric_thread_->threads().all[0]->Add(
+          {wire->processor_wait_fd()}, std::move(step));
     }
   }
 
@@ -192,7 +185,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
       ps.base_port = job.base_port;
       ps.polling = options.polling;
       ps.shared_io_threads =
-          cluster->fabric_threads_ != nullptr ? cluster->fabric_threads_ : cluster->shared_threads_;
+          options.ps_on_fabric_thread ? cluster->fabric_thread_ : cluster->shared_threads_;
       ps.orphan_timeout = spec.ps_orphan_timeout;
       if (job.stall_timeout != absl::InfiniteDuration()) {
         ps.waiting_report_interval = std::min(absl::Seconds(1), job.stall_timeout / 4);
@@ -229,10 +222,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
 LocalCluster::~LocalCluster() {
   for (Job& job : jobs_) job.workers.clear();
   for (Job& job : jobs_) job.servers.clear();
-  fabric_thread_.reset();
-  // The group outlives this (the servers' saved options hold it): only the
-  // fabric's step must stop before the wire and the fabric go.
-  if (fabric_threads_ != nullptr) fabric_threads_->threads().all[0]->Remove(fabric_step_);
+  // The thread may outlive this (the servers' saved options hold it with the
+  // PS on it): only the fabric's step must stop before the wire and the
+  // fabric go.
+  if (fabric_thread_ != nullptr) fabric_thread_->threads().all[0]->Remove(fabric_step_);
   for (Job& job : jobs_) {
     job.worker_devices.clear();
     job.ps_devices.clear();

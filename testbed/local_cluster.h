@@ -75,7 +75,7 @@ struct LocalClusterOptions {
   uint32_t shared_threads = 0;
   // fabric_thread (loopback only): false: the fabric (every switch) runs on
   // whichever endpoint thread sends, inside its TxBurst, under the wire's
-  // lock. true: on a thread of its own ("atp-fabric", backing off as
+  // lock. true: on a thread of its own ("atp-fabric-0", backing off as
   // `polling` says; LoopbackWireOptions::stepped_processor), as a switch is
   // a machine of its own: the endpoints' threads only quantize, send and
   // receive, and a second core takes the switches' share of the work. A
@@ -125,6 +125,10 @@ class LocalCluster {
   // shared_threads: the threads every endpoint's loops run on; null with
   // LocalClusterOptions::shared_threads 0.
   SharedIoThreads* shared_threads() { return shared_threads_.get(); }
+  // fabric_thread: the fabric's one thread (with the parameter servers'
+  // loops under ps_on_fabric_thread); null without
+  // LocalClusterOptions::fabric_thread.
+  SharedIoThreads* fabric_thread() { return fabric_thread_.get(); }
   // fabric / wire: null with kKernelUdp.
   SwitchFabric* fabric() { return fabric_.get(); }
   transport::LoopbackWire* wire() { return wire_.get(); }
@@ -163,12 +167,11 @@ class LocalCluster {
 
   std::unique_ptr<SwitchFabric> fabric_;
   std::shared_ptr<transport::LoopbackWire> wire_;
-  // fabric_thread_: steps wire_'s processor (LocalClusterOptions::fabric_thread).
-  // With ps_on_fabric_thread, fabric_threads_ instead: a group of one thread
-  // whose steps are the fabric's (fabric_step_) and the parameter servers'
-  // loops (their options name the group, so it stops with the last of them).
-  std::unique_ptr<host::PollingThread> fabric_thread_;
-  std::shared_ptr<SharedIoThreads> fabric_threads_;
+  // fabric_thread_ (LocalClusterOptions::fabric_thread): a group of one
+  // thread, whose steps are wire_'s processor (fabric_step_) and, with
+  // ps_on_fabric_thread, the parameter servers' loops (their options name
+  // the group, so it stops with the last of them).
+  std::shared_ptr<SharedIoThreads> fabric_thread_;
   host::PollingThread::StepId fabric_step_ = 0;
   // The endpoints hold it too (their options name it): it stops with the last.
   std::shared_ptr<SharedIoThreads> shared_threads_;

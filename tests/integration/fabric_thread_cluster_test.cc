@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "lib/runtime/loop_threads.h"
 #include "testbed/local_cluster.h"
 #include "tests/integration/cluster_test_util.h"
 
@@ -43,6 +44,10 @@ TEST_P(FabricThreadClusterTest, EveryResultIsExactAndIdentical) {
   auto cluster = MakeCluster(options);
   ASSERT_NE(cluster, nullptr);
   ASSERT_GE(cluster->wire()->processor_wait_fd(), 0) << "the wire's processor is stepped";
+  // The fabric thread's steps: the fabric's, and the PS's one loop if it is there.
+  ASSERT_NE(cluster->fabric_thread(), nullptr);
+  EXPECT_EQ(cluster->fabric_thread()->threads().all[0]->steps(),
+            shape.ps_on_fabric_thread ? 2u : 1u);
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = seed}));
   }
