@@ -130,12 +130,10 @@ def test_wait_times_out_while_the_peer_is_missing(two_workers):
     np.testing.assert_array_equal(x, np.full(62, 2.0, np.float32))
 
 
-def test_parameter_server_aggregates_without_a_switch():
-    """atp.ParameterServer on kernel UDP, two workers talking to it directly
-    (unicast delivery, no switch): the PS does the whole sum."""
-    import random
-    from atp import local
-    base = local._pick_port_block(48, random.Random(5))
+def _unicast_job_on(base):
+    """The PS and two workers of job 9 on kernel UDP, on the port block at
+    `base`: (ps, workers). Raises RuntimeError if a port is taken;
+    whatever it opened is closed by then."""
     ps_ip, workers_ip = "10.9.200.1", ["10.9.0.1", "10.9.0.2"]
     o = atp.ParameterServerOptions()
     j = atp.ParameterServerJobOptions()
@@ -147,9 +145,10 @@ def test_parameter_server_aggregates_without_a_switch():
     o.polling.spin_iterations = 0
     o.polling.yield_iterations = 0
     peers = [(ip, "127.0.0.1:%d" % (base + 16 * (r + 1))) for r, ip in enumerate(workers_ip)]
-    with atp.ParameterServer(o, atp.TransportOptions.kernel_udp(
-            address=ps_ip, bind="127.0.0.1:%d" % base, peers=peers)) as ps:
-        workers = []
+    ps = atp.ParameterServer(o, atp.TransportOptions.kernel_udp(
+        address=ps_ip, bind="127.0.0.1:%d" % base, peers=peers))
+    workers = []
+    try:
         for r, ip in enumerate(workers_ip):
             w = atp.WorkerOptions()
             w.job.job_id = 9
@@ -160,12 +159,39 @@ def test_parameter_server_aggregates_without_a_switch():
             w.polling.yield_iterations = 0
             workers.append(atp.Worker(w, atp.TransportOptions.kernel_udp(
                 address=ip, bind=peers[r][1], peers=[(ps_ip, "127.0.0.1:%d" % base)])))
-        inputs = [np.linspace(-1, 1, 1000, dtype=np.float32) * (r + 1) for r in range(2)]
-        outputs = [np.zeros(1000, np.float32) for _ in range(2)]
-        for h in [w.push_pull(x, y) for w, x, y in zip(workers, inputs, outputs)]:
-            h.wait(30)
+    except RuntimeError:
         for w in workers:
             w.close()
+        ps.close()
+        raise
+    return ps, workers
+
+
+def test_parameter_server_aggregates_without_a_switch():
+    """atp.ParameterServer on kernel UDP, two workers talking to it directly
+    (unicast delivery, no switch): the PS does the whole sum."""
+    import random
+    from atp import local
+    # The block is free when picked, but another test running beside this one
+    # may bind a port of it before we do: then the next block (seeded, so a
+    # run picks the same ones).
+    rng = random.Random(5)
+    for attempt in range(5):
+        try:
+            ps, workers = _unicast_job_on(local._pick_port_block(48, rng))
+            break
+        except RuntimeError as e:
+            if "in use" not in str(e) or attempt == 4:
+                raise
+    with ps:
+        inputs = [np.linspace(-1, 1, 1000, dtype=np.float32) * (r + 1) for r in range(2)]
+        outputs = [np.zeros(1000, np.float32) for _ in range(2)]
+        try:
+            for h in [w.push_pull(x, y) for w, x, y in zip(workers, inputs, outputs)]:
+                h.wait(30)
+        finally:
+            for w in workers:
+                w.close()
         np.testing.assert_array_equal(outputs[0], exact_sum(inputs))
         np.testing.assert_array_equal(outputs[1], exact_sum(inputs))
         assert ps.stats()["completed"] >= 17  # ceil(1000 / 62) fragments
