@@ -128,6 +128,9 @@ void PollingThread::Stop() {
 
 StepResult PollingThread::RunRound(TimePoint& now) {
   StepResult round;
+  // Each step gets a fresh reading; `now` ends as the last one (the caller
+  // compares the round's deadline with it), or one of its own if no step ran.
+  if (steps_.empty()) now = MonotonicNow();
   for (Step& step : steps_) {
     now = MonotonicNow();
     const StepResult result = step.function(now);
@@ -149,7 +152,7 @@ void PollingThread::Run() {
       std::lock_guard<std::mutex> lock(mu_);
       ApplyChangesLocked();
     }
-    TimePoint now = MonotonicNow();
+    TimePoint now;
     const StepResult result = RunRound(now);
     if (result.did_work || result.deadline <= now) {
       backoff.OnWork();
