@@ -188,7 +188,7 @@ void WorkerQueueEngine::SkipRecoveredPositions() {
 }
 
 TimePoint WorkerQueueEngine::NextDeadline() const {
-  const TimePoint timer = in_flight_ > 0 ? rto_deadline_ : TimePoint::Infinite();
+  const TimePoint timer = in_flight_ > 0 ? RtoDeadline() : TimePoint::Infinite();
   return resends_held_ ? Earliest(timer, resend_hold_until_) : timer;
 }
 
@@ -227,7 +227,7 @@ void WorkerQueueEngine::OnRetransmissionTimeout(TimePoint now) {
   SkipRecoveredPositions();
   loss_.OnTimeout(expected_, cc_.send_bound());
   jitter_.Redraw();
-  rto_deadline_ = TimerDeadline(now);
+  RestartTimer(now);
 }
 
 void WorkerQueueEngine::SendResend(const Slot& slot, ResendCause cause, const SendTarget& out,
@@ -316,7 +316,7 @@ size_t WorkerQueueEngine::CollectSends(TimePoint now, std::span<wire::AtpHeader>
 }
 
 size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
-  if (in_flight_ > 0 && now >= rto_deadline_) OnRetransmissionTimeout(now);
+  if (in_flight_ > 0 && now >= RtoDeadline()) OnRetransmissionTimeout(now);
   if (resends_held_ && now >= resend_hold_until_) resends_held_ = false;
   size_t n = 0;
   while (n < out.capacity && !resends_held_ && resend_count_ > 0) {
@@ -378,7 +378,10 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
       slot.state = SlotState::kAcked;
       ++next_send_;
       CountAcked(op);
-      if (FreeAckedPrefix()) rtt_.OnProgress();
+      if (FreeAckedPrefix()) {
+        SettleTimer();  // the RTO changes here without a restart
+        rtt_.OnProgress();
+      }
       continue;
     }
     assert(slot.state == SlotState::kFree);
@@ -415,7 +418,7 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
         ++counters_.pulls_sent;
       }
     }
-    if (in_flight_ == 0) rto_deadline_ = TimerDeadline(now);
+    if (in_flight_ == 0) RestartTimer(now);
     ++in_flight_;
     ++window_in_flight_;
     ++next_send_;
@@ -526,7 +529,7 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
     slot.send_as_float = true;
     QueueResend(position, ResendCause::kOverflow);
     // The request proves the path works: the float32 resend gets a full RTO.
-    rto_deadline_ = TimerDeadline(now);
+    RestartTimer(now);
     HoldResendsTriggeredAt(now);
     return;
   }
@@ -576,7 +579,11 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
     release_pending_ = true;
   }
   // RFC 6298 (5.3): restart the timer on an acknowledgement of new data.
-  rto_deadline_ = in_flight_ > 0 ? TimerDeadline(now) : TimePoint::Infinite();
+  if (in_flight_ > 0) {
+    RestartTimer(now);
+  } else {
+    StopTimer();
+  }
   HoldResendsTriggeredAt(now);
 }
 

@@ -395,6 +395,32 @@ class WorkerQueueEngine {
   void TakeRttSample(TimeDelta rtt, TimePoint now);
   // TimerDeadline: when a timer armed at `now` fires (RTO, jittered).
   TimePoint TimerDeadline(TimePoint now) const { return now + jitter_.Stretch(rtt_.Rto()); }
+  // The retransmission timer. Every parameter packet restarts it (RFC 6298
+  // 5.3), a burst of them at the same `now`; working out the deadline
+  // (TimerDeadline: the RTO chain and the stretch) once per restart cost
+  // about 5% of the receive path. So RestartTimer only notes when, and the
+  // deadline is worked out when first needed: by RtoDeadline, or by
+  // SettleTimer, which must run before anything changes the RTO or the
+  // stretch without restarting the timer after it (rtt_.OnProgress outside
+  // the acknowledgement path). The deadline is the one a restart at that
+  // time would have computed, so the engine behaves exactly as before.
+  void RestartTimer(TimePoint now) {
+    timer_restarted_at_ = now;
+    timer_restart_pending_ = true;
+  }
+  void SettleTimer() const {
+    if (!timer_restart_pending_) return;
+    rto_deadline_ = TimerDeadline(timer_restarted_at_);
+    timer_restart_pending_ = false;
+  }
+  void StopTimer() {
+    rto_deadline_ = TimePoint::Infinite();
+    timer_restart_pending_ = false;
+  }
+  TimePoint RtoDeadline() const {
+    SettleTimer();
+    return rto_deadline_;
+  }
   // SendTarget: where CollectSends writes message i: a whole host-order
   // message (messages[i]), or a header and a payload in network byte order
   // (headers[i], wire_payloads[i]).
@@ -462,7 +488,11 @@ class WorkerQueueEngine {
   LossDetector loss_;
   SpuriousTimeoutProbe spurious_;
   TimerJitter jitter_;
-  TimePoint rto_deadline_ = TimePoint::Infinite();
+  // rto_deadline_: the timer's deadline once settled (SettleTimer), and
+  // timer_restarted_at_ the restart not yet worked out into it, if any.
+  mutable TimePoint rto_deadline_ = TimePoint::Infinite();
+  TimePoint timer_restarted_at_;
+  mutable bool timer_restart_pending_ = false;
   // release_time_: when the latest parameter packet let new positions out of
   // a full window; release_pending_: positions sent from now on start their
   // round trip then (cleared once the window or the queue stops new sends).
