@@ -434,6 +434,40 @@ TEST_F(WorkerQueueEngineTest, Rule_TimeoutResendsOldestUnackedWithinCollapsedWin
   EXPECT_EQ(stats().resends_timeout, 3u);
 }
 
+TEST_F(WorkerQueueEngineTest, Rule_ABurstOfAcksRestartsTheTimerOnceWithTheRtoOfAllItsSamples) {
+  // The engine works a restart's deadline out only when it is read (or the
+  // RTO changes without a restart): the timer must still fire at the last
+  // acknowledgement's time plus the RTO after every sample of the burst, and
+  // the timeout check in CollectSends must see that deadline unasked.
+  Start(SmallConfig(16, 8));
+  Enqueue(5 * 62);
+  auto sent = SendNow();
+  ASSERT_EQ(sent.size(), 5u);
+  // A timeout first, so that the RTO is backed off when the burst comes.
+  now_ = kT0 + Ms(10);
+  auto resent = SendNow();
+  ASSERT_EQ(Positions(resent), (std::vector<uint64_t>{0}));
+  EXPECT_EQ(stats().rto, Ms(20));  // the initial 10 ms, doubled
+
+  // Three parameter packets at one instant: the resend's (no sample: Karn),
+  // then two originals, 11 and 11 ms after they left.
+  now_ = kT0 + Ms(11);
+  AckPositions(resent, {0});
+  AckPositions(sent, {1, 2});
+  // RFC 6298 after two samples of 11 ms (srtt 11, rttvar 4.125), the
+  // backoff undone by the progress (backed off it would be twice that).
+  const TimeDelta rto = stats().rto;
+  EXPECT_EQ(rto, TimeDelta::FromMicroseconds(27'500));
+  // Not asked for the deadline: the next send's timeout check finds it.
+  now_ = kT0 + Ms(11) + rto - TimeDelta::FromNanoseconds(1);
+  EXPECT_TRUE(SendNow().empty());
+  EXPECT_EQ(stats().timeouts, 1u);
+  EXPECT_EQ(engine_->NextDeadline(), kT0 + Ms(11) + rto);
+  now_ = kT0 + Ms(11) + rto;
+  EXPECT_EQ(Positions(SendNow()), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(stats().timeouts, 2u);
+}
+
 TEST_F(WorkerQueueEngineTest, Rule_LateAckOfAnOriginalRemovesItFromTheRecovery) {
   Start(SmallConfig(16, 8));
   Enqueue(4 * 62);
