@@ -12,7 +12,21 @@ OpState::OpState(uint64_t id, uint32_t pieces,
 void OpState::PieceDone() {
   // acq_rel: the last piece sees every other piece's output writes (they
   // released with their decrement) and publishes them with done_.
-  if (pieces_left_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish(absl::OkStatus());
+  if (pieces_left_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  absl::Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    status = piece_failure_;
+  }
+  Finish(std::move(status));
+}
+
+void OpState::PieceFailed(absl::Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (piece_failure_.ok()) piece_failure_ = std::move(status);
+  }
+  PieceDone();
 }
 
 bool OpState::Finish(absl::Status status) {

@@ -2,8 +2,8 @@
 // of an operation are still running, its final status, and who waits.
 //
 // Created by the Worker at submission; the I/O threads that run its pieces
-// call PieceDone (the last one finishes the operation), the Worker's shutdown
-// calls Finish(CancelledError). Waiters block on a condition variable.
+// call PieceDone or PieceFailed (the last one finishes the operation), the
+// Worker's shutdown calls Finish(CancelledError). Waiters block on a condition variable.
 #ifndef ATP_LIB_HOST_OP_STATE_H_
 #define ATP_LIB_HOST_OP_STATE_H_
 
@@ -41,8 +41,17 @@ class OpState {
   // Any thread.
   void PieceDone();
 
+  // PieceFailed: one piece stopped without finishing its output (its queue
+  // failed, or could not take it). The operation fails with the first such
+  // status, but only when its last piece has stopped (done or failed): until
+  // then another queue's I/O thread may still read the input or write the
+  // output, which the caller may free as soon as Wait returns. Any thread.
+  void PieceFailed(absl::Status status);
+
   // Finish: finishes with `status` if not finished yet; returns whether it
   // did. Wakes the waiters, then runs the OnFinish callback on this thread.
+  // For whoever knows no piece runs any more (a Worker shutting down, an
+  // operation of no pieces).
   bool Finish(absl::Status status);
 
   // status: the final status; UnavailableError while running.
@@ -73,6 +82,7 @@ class OpState {
   mutable std::condition_variable cv_;
   bool finished_ = false;  // under mu_; done_ follows it
   absl::Status status_;    // under mu_; immutable once done_
+  absl::Status piece_failure_;  // under mu_: the first PieceFailed's status
   std::vector<std::function<void(const absl::Status&)>> on_finish_;  // under mu_
 };
 

@@ -175,7 +175,7 @@ bool WorkerIoLoop::TakeSubmitted(TimePoint now) {
     const uint64_t first_position = before.next_position + before.queued_positions;
     absl::StatusOr<worker::OperationId> id = engine_->Enqueue(piece.input, piece.output, piece.skip);
     if (!id.ok()) {
-      piece.op->Finish(id.status());
+      piece.op->PieceFailed(id.status());
       continue;
     }
     if (records_.empty()) first_id_ = *id;
@@ -735,12 +735,12 @@ void WorkerIoLoop::Abandon(const absl::Status& status) {
   Publish();
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
-    for (PieceRequest& piece : inbox_) piece.op->Finish(status);
+    for (PieceRequest& piece : inbox_) piece.op->PieceFailed(status);
     inbox_.clear();
     inbox_size_.store(0, std::memory_order_relaxed);
   }
   for (Record& record : records_) {
-    if (!record.done) record.op->Finish(status);
+    if (!record.done) record.op->PieceFailed(status);
   }
   records_.clear();
 }

@@ -57,6 +57,30 @@ TEST(HandleTest, FirstFinishWinsLaterPiecesDoNotChangeTheStatus) {
   EXPECT_TRUE(absl::IsCancelled(HandleAccess::Make(state).status()));
 }
 
+TEST(HandleTest, AFailedPieceFailsTheOperationOnlyOnceEveryPieceHasStopped) {
+  // One queue failed its piece while the others still run theirs: they may
+  // still read the input and write the output, so the caller must not be
+  // told (and free them) before the last piece stopped.
+  auto state = std::make_shared<OpState>(1, 3);
+  Handle h = HandleAccess::Make(state);
+  state->PieceFailed(absl::AbortedError("queue 0 failed"));
+  EXPECT_FALSE(h.Poll());
+  EXPECT_EQ(h.Wait(absl::ZeroDuration()).code(), absl::StatusCode::kDeadlineExceeded);
+  state->PieceDone();  // a piece that got through before its queue saw the failure
+  EXPECT_FALSE(h.Poll());
+  state->PieceFailed(absl::CancelledError("queue 2 failed later"));
+  ASSERT_TRUE(h.Poll());
+  const absl::Status status = h.Wait(absl::ZeroDuration());
+  EXPECT_TRUE(absl::IsAborted(status)) << status;  // the first failure
+  EXPECT_EQ(status.message(), "queue 0 failed");
+}
+
+TEST(HandleTest, OnePieceFailingIsTheOperationFailing) {
+  auto state = std::make_shared<OpState>(1, 1);
+  state->PieceFailed(absl::InvalidArgumentError("bad piece"));
+  EXPECT_TRUE(absl::IsInvalidArgument(HandleAccess::Make(state).status()));
+}
+
 TEST(HandleTest, OnFinishRunsOnceEitherLaterOrAtOnce) {
   std::atomic<int> calls{0};
   auto later = std::make_shared<OpState>(1, 1);
