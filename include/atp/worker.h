@@ -36,9 +36,10 @@
 //
 // Ownership: `input` and `output` are the caller's; both must stay alive, and
 // `input` unchanged, until the handle finishes (fragments are re-encoded from
-// `input` when they are resent). `output` may be exactly `input` (in place);
-// any other overlap is an error. A failed call (a Status instead of a Handle)
-// starts nothing.
+// `input` when they are resent); a failed operation's handle, too, finishes
+// only once no I/O thread touches either. `output` may be exactly `input`
+// (in place); any other overlap is an error. A failed call (a Status instead
+// of a Handle) starts nothing.
 //
 // Failures (atp/failure.h): an operation whose fragments stop completing for
 // JobOptions::stall_timeout fails with a status naming the cause (the PS
