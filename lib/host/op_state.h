@@ -2,8 +2,9 @@
 // of an operation are still running, its final status, and who waits.
 //
 // Created by the Worker at submission; the I/O threads that run its pieces
-// call PieceDone or PieceFailed (the last one finishes the operation), the
-// Worker's shutdown calls Finish(CancelledError). Waiters block on a condition variable.
+// call PieceDone or PieceFailed (the last one finishes the operation), and
+// so does the Worker's shutdown, with CancelledError, for the pieces left.
+// Waiters block on a condition variable.
 #ifndef ATP_LIB_HOST_OP_STATE_H_
 #define ATP_LIB_HOST_OP_STATE_H_
 
@@ -50,8 +51,8 @@ class OpState {
 
   // Finish: finishes with `status` if not finished yet; returns whether it
   // did. Wakes the waiters, then runs the OnFinish callback on this thread.
-  // For whoever knows no piece runs any more (a Worker shutting down, an
-  // operation of no pieces).
+  // For an operation of no pieces (one the Worker finishes itself: an empty
+  // PushPull, a Pull).
   bool Finish(absl::Status status);
 
   // status: the final status; UnavailableError while running.
