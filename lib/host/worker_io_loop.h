@@ -159,8 +159,10 @@ class WorkerIoLoop {
   // Step: one iteration (see the header comment). The I/O thread only.
   StepResult Step(TimePoint now);
 
-  // Abandon: finishes every piece not yet done (submitted or in the engine)
-  // with `status`. Only once the thread running Step has stopped.
+  // Abandon: gives up every piece not yet done (submitted or in the engine)
+  // with `status` (OpState::PieceFailed: its operation fails once its pieces
+  // on other queues have stopped too). On the thread running Step, or once
+  // it has stopped.
   void Abandon(const absl::Status& status);
 
   // statistics: the last published snapshot. Any thread.
@@ -232,7 +234,7 @@ class WorkerIoLoop {
   void Fail(absl::Status status, const Failure& failure);
   // CheckStall: fails the queue when the StallWatch says it stalled.
   void CheckStall(TimePoint now);
-  // FailQueue: finishes every piece with `status` and stops the queue.
+  // FailQueue: gives up every piece with `status` (Abandon) and stops the queue.
   void FailQueue(const absl::Status& status);
   // StepFailed: Step after the queue failed: drain and drop what arrives,
   // refuse what is submitted.
