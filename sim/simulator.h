@@ -114,6 +114,12 @@ class Simulator {
   static bool Before(const Event& a, const Event& b) {
     return a.time_ns < b.time_ns || (a.time_ns == b.time_ns && a.sequence < b.sequence);
   }
+  // Key: (time_ns, sequence) as one number, ordered as Before orders events
+  // (time_ns is never negative).
+  __extension__ using Key = unsigned __int128;
+  static Key KeyOf(const Event& e) {
+    return Key{static_cast<uint64_t>(e.time_ns)} << 64 | e.sequence;
+  }
 
   void Push(const Event& event);
   void PopTop();
@@ -124,7 +130,7 @@ class Simulator {
   uint64_t Run(TimePoint deadline);
 
   // A 4-ary min-heap on (time_ns, sequence): half the depth of a binary one,
-  // and the four children of a node share a cache line.
+  // and the four children of a node (96 bytes) lie side by side.
   static constexpr size_t kArity = 4;
   std::vector<Event> heap_;
   TimePoint now_ = TimePoint::Zero();

@@ -1,6 +1,11 @@
 // Tests of the simulator's clock and event queue (sim/simulator.h).
 #include "sim/simulator.h"
 
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -181,6 +186,81 @@ TEST(SimulatorTest, SelfReschedulingDuringActKeepsTimeAndTieOrder) {
                        {1, 50}}));
     EXPECT_EQ(sim.events_processed(), 9u);
   }
+}
+
+// Draws: SplitMix64, the test's own deterministic numbers.
+class Draws {
+ public:
+  explicit Draws(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// Hopper: acts `hops` times, each time rescheduling itself 0-7 ns later (a
+// draw: many ties), and logs (id, now) as a Recorder does.
+class Hopper : public Actor {
+ public:
+  Hopper(int id, Simulator* sim, int hops, std::vector<std::pair<int, int64_t>>* log)
+      : id_(id), sim_(sim), draws_(static_cast<uint64_t>(id)), hops_(hops), log_(log) {}
+  void Act(TimePoint now) override {
+    log_->push_back({id_, now.ToNanoseconds()});
+    if (--hops_ > 0) {
+      sim_->Schedule(this,
+                     now + TimeDelta::FromNanoseconds(static_cast<int64_t>(draws_.Next() % 8)));
+    }
+  }
+
+ private:
+  int id_;
+  Simulator* sim_;
+  Draws draws_;
+  int hops_;
+  std::vector<std::pair<int, int64_t>>* log_;
+};
+
+TEST(SimulatorTest, ManyActorsWithTiesRunInTimeThenScheduleOrder) {
+  // 1,000 actors (a heap of several levels, nodes with four children and
+  // with fewer) hopping 20 times each: the log must be the order of a plain
+  // reference queue, by time and then by the order of the Schedule calls.
+  constexpr int kActors = 1000;
+  constexpr int kHops = 20;
+  Simulator sim;
+  std::vector<std::pair<int, int64_t>> log;
+  std::vector<std::unique_ptr<Hopper>> actors;
+  for (int i = 0; i < kActors; ++i)
+    actors.push_back(std::make_unique<Hopper>(i, &sim, kHops, &log));
+  for (int i = 0; i < kActors; ++i) sim.Schedule(actors[static_cast<size_t>(i)].get(), Ns(i % 5));
+  sim.RunUntilIdle();
+
+  // The reference: the same draws, through a sorted set of (time, the
+  // Schedule call's number, id).
+  std::vector<std::pair<int, int64_t>> expected;
+  std::set<std::tuple<int64_t, uint64_t, int>> queue;
+  std::vector<Draws> draws;
+  std::vector<int> hops_left(kActors, kHops);
+  uint64_t calls = 0;
+  for (int i = 0; i < kActors; ++i) {
+    draws.emplace_back(static_cast<uint64_t>(i));
+    queue.insert({i % 5, calls++, i});
+  }
+  while (!queue.empty()) {
+    const auto [time, call, id] = *queue.begin();
+    queue.erase(queue.begin());
+    expected.push_back({id, time});
+    const auto at = static_cast<size_t>(id);
+    if (--hops_left[at] > 0) {
+      queue.insert({time + static_cast<int64_t>(draws[at].Next() % 8), calls++, id});
+    }
+  }
+  ASSERT_EQ(log.size(), static_cast<size_t>(kActors * kHops));
+  EXPECT_EQ(log, expected);
 }
 
 }  // namespace
