@@ -79,9 +79,9 @@ WorkerIoLoop::WorkerIoLoop(const WorkerIoLoopConfig& config,
       burst_(config.max_burst),
       offload_segmentation_(queue.capabilities().OffloadsSegmentation()),
       rx_frames_(burst_),
-      tx_frames_(burst_),
+      tx_frames_(2 * burst_),
       tx_headers_(burst_),
-      tx_payloads_(burst_),
+      tx_payloads_(2 * burst_),
       completed_ids_(burst_),
       stall_(config.stall_timeout) {
   if (offload_segmentation_) {
@@ -111,7 +111,7 @@ WorkerIoLoop::WorkerIoLoop(const WorkerIoLoopConfig& config,
 }
 
 WorkerIoLoop::~WorkerIoLoop() {
-  transport::ReleaseFrames(std::span(tx_frames_).first(tx_spare_));
+  transport::ReleaseFrames(std::span(tx_frames_).subspan(tx_first_, tx_spare_));
   if (pending_head_ < pending_.size()) {
     transport::ReleaseFrames(std::span(pending_).subspan(pending_head_));
   }
@@ -589,39 +589,50 @@ bool WorkerIoLoop::RetryPending() {
 
 WorkerIoLoop::SendOutcome WorkerIoLoop::SendFrames(TimePoint now) {
   SendOutcome out;
-  // Frames allocated by an earlier Step and not used wait at the front of
-  // tx_frames_: top up to a burst (the engine often sends one or two frames
-  // a step, so allocating and freeing a whole burst each time is waste).
-  const size_t allocated =
-      tx_spare_ + queue_.tx_pool().AllocBurst(std::span(tx_frames_).subspan(tx_spare_));
+  // Frames allocated by an earlier Step and not used wait at tx_first_, with
+  // their payload pointers; this call tops them up to a burst. The engine
+  // often sends a frame or two a step: allocating and freeing a whole burst
+  // each time, or moving the spares to the front and working out every
+  // payload pointer again, would cost per burst, not per frame sent. Frames
+  // go out in allocation order, which a transport may need (a loopback
+  // ingress ring publishes its slots in that order).
+  if (tx_first_ + burst_ > tx_frames_.size()) {
+    std::copy_n(tx_frames_.begin() + static_cast<ptrdiff_t>(tx_first_), tx_spare_,
+                tx_frames_.begin());
+    std::copy_n(tx_payloads_.begin() + static_cast<ptrdiff_t>(tx_first_), tx_spare_,
+                tx_payloads_.begin());
+    tx_first_ = 0;
+  }
+  const std::span<transport::FrameRef> frames = std::span(tx_frames_).subspan(tx_first_, burst_);
+  const std::span<uint8_t*> payloads = std::span(tx_payloads_).subspan(tx_first_, burst_);
+  const size_t allocated = tx_spare_ + queue_.tx_pool().AllocBurst(frames.subspan(tx_spare_));
+  for (size_t i = tx_spare_; i < allocated; ++i)
+    payloads[i] = frames[i].data + wire::kPayloadOffset;
   out.capacity = allocated;
-  for (size_t i = 0; i < allocated; ++i) tx_payloads_[i] = tx_frames_[i].data + wire::kPayloadOffset;
   // CollectSends also handles an expired retransmission timer, even with no
   // room: it queues the resends for the next call.
   const size_t n = engine_->CollectSends(now, std::span(tx_headers_).first(allocated),
-                                         std::span(tx_payloads_).first(allocated));
+                                         payloads.first(allocated));
   out.collected = n;
   for (size_t i = 0; i < n; ++i) {
-    uint8_t* frame = tx_frames_[i].data;
+    uint8_t* frame = frames[i].data;
     std::memcpy(frame, l2l4_template_.data(), wire::kL2L4HeaderBytes);
     wire::EncodeHeader(tx_headers_[i], std::span<uint8_t, wire::kAtpHeaderBytes>(
                                            frame + wire::kAtpOffset, wire::kAtpHeaderBytes));
-    tx_frames_[i].length = wire::kFrameBytes;
+    frames[i].length = wire::kFrameBytes;
   }
+  tx_first_ += n;
+  tx_spare_ = allocated - n;
   if (n > 0) {
-    const size_t taken = queue_.TxBurst(std::span(tx_frames_).first(n));
+    const size_t taken = queue_.TxBurst(frames.first(n));
     frames_sent_ += taken;
     if (taken < n) {
-      pending_.assign(tx_frames_.begin() + static_cast<ptrdiff_t>(taken),
-                      tx_frames_.begin() + static_cast<ptrdiff_t>(n));
+      pending_.assign(frames.begin() + static_cast<ptrdiff_t>(taken),
+                      frames.begin() + static_cast<ptrdiff_t>(n));
       pending_head_ = 0;
       out.blocked = true;
     }
   }
-  // The unused frames move to the front for the next burst.
-  std::copy(tx_frames_.begin() + static_cast<ptrdiff_t>(n),
-            tx_frames_.begin() + static_cast<ptrdiff_t>(allocated), tx_frames_.begin());
-  tx_spare_ = allocated - n;
   return out;
 }
 
@@ -630,7 +641,7 @@ WorkerIoLoop::SendOutcome WorkerIoLoop::SendSegmented(TimePoint now) {
   out.capacity = burst_;
   // The payloads land in segment_messages_, each behind the 16 bytes its
   // header takes (the transport writes them from the job, in place).
-  const size_t n = engine_->CollectSends(now, tx_headers_, tx_payloads_);
+  const size_t n = engine_->CollectSends(now, tx_headers_, std::span(tx_payloads_).first(burst_));
   out.collected = n;
   if (n == 0) return out;
   for (size_t i = 0; i < n; ++i) segment_aggregators_[i] = tx_headers_[i].aggregator;

@@ -272,7 +272,10 @@ class WorkerIoLoop {
   std::vector<transport::FrameRef> rx_frames_;
   std::vector<transport::FrameRef> tx_frames_;
   std::vector<wire::AtpHeader> tx_headers_;
-  std::vector<uint8_t*> tx_payloads_;  // where the engine quantizes message i
+  // Where the engine quantizes message i: SendFrames, the payload of
+  // tx_frames_[k] at tx_payloads_[k] (two bursts); SendSegmented, the first
+  // burst_ point into segment_messages_.
+  std::vector<uint8_t*> tx_payloads_;
   // Offload only: burst_ ATP messages (264 bytes each) back to back, the
   // payload of message i at tx_payloads_[i]; its aggregator indices.
   std::vector<uint8_t> segment_messages_;
@@ -280,7 +283,11 @@ class WorkerIoLoop {
   // Segments collected but not yet taken: [segments_head_, segments_end_).
   size_t segments_head_ = 0;
   size_t segments_end_ = 0;
-  size_t tx_spare_ = 0;  // tx_frames_[0, tx_spare_): allocated, not yet used (kept across Steps)
+  // tx_frames_[tx_first_, tx_first_ + tx_spare_): allocated, not yet used
+  // (kept across Steps, in allocation order). tx_frames_ holds two bursts,
+  // so the spares move to the front only once the used ones fill a burst.
+  size_t tx_first_ = 0;
+  size_t tx_spare_ = 0;
   std::vector<worker::OperationId> completed_ids_;
   // Frames encoded but not yet taken by the transport: [pending_head_, end).
   std::vector<transport::FrameRef> pending_;
