@@ -606,8 +606,9 @@ WorkerIoLoop::SendOutcome WorkerIoLoop::SendFrames(TimePoint now) {
   const std::span<transport::FrameRef> frames = std::span(tx_frames_).subspan(tx_first_, burst_);
   const std::span<uint8_t*> payloads = std::span(tx_payloads_).subspan(tx_first_, burst_);
   const size_t allocated = tx_spare_ + queue_.tx_pool().AllocBurst(frames.subspan(tx_spare_));
-  for (size_t i = tx_spare_; i < allocated; ++i)
+  for (size_t i = tx_spare_; i < allocated; ++i) {
     payloads[i] = frames[i].data + wire::kPayloadOffset;
+  }
   out.capacity = allocated;
   // CollectSends also handles an expired retransmission timer, even with no
   // room: it queues the resends for the next call.

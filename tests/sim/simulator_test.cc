@@ -234,8 +234,9 @@ TEST(SimulatorTest, ManyActorsWithTiesRunInTimeThenScheduleOrder) {
   Simulator sim;
   std::vector<std::pair<int, int64_t>> log;
   std::vector<std::unique_ptr<Hopper>> actors;
-  for (int i = 0; i < kActors; ++i)
+  for (int i = 0; i < kActors; ++i) {
     actors.push_back(std::make_unique<Hopper>(i, &sim, kHops, &log));
+  }
   for (int i = 0; i < kActors; ++i) sim.Schedule(actors[static_cast<size_t>(i)].get(), Ns(i % 5));
   sim.RunUntilIdle();
 
