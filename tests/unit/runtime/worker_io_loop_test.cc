@@ -1,7 +1,8 @@
 // WorkerIoLoop driven step by step with a fake clock over a ReflectorQueue
 // (a transport that answers instantly): frames carry the right addresses and
-// ports, results are exact, back-pressure loses nothing, rejects are counted,
-// and an abandoned piece finishes its operation. On a queue that offloads
+// ports, results are exact, back-pressure loses nothing, spare transmit
+// frames carried from step to step are neither lost nor leaked, rejects are
+// counted, and an abandoned piece finishes its operation. On a queue that offloads
 // segmentation the loop sends segmentation jobs, and the frames they become
 // are byte for byte those of the TxBurst path.
 #include "lib/host/worker_io_loop.h"
@@ -197,6 +198,37 @@ TEST(WorkerIoLoopTest, BackPressureLosesNothing) {
   EXPECT_EQ(out, RoundTrip(in, o.job.scale));
   EXPECT_GT(queue.stats().tx_backpressure, 0u);
   EXPECT_EQ(loop->statistics().retransmissions, 0u);
+}
+
+TEST(WorkerIoLoopTest, OneFrameAStepKeepsItsSpareFramesAndLosesNone) {
+  // A window of one: each step sends one frame out of a burst of 8 allocated,
+  // so the spares carry over step after step, past several bursts' worth.
+  ReflectorQueue queue(0, ReflectorQueue::Mode::kReflect);
+  WorkerOptions o = OneWorkerJob();
+  o.job.initial_window = 1;
+  o.job.congestion_control = CongestionControl::kFixedWindow;
+  auto loop = MakeLoop(o, queue);
+  const std::vector<float> in = Values(62 * 40, 9);
+  std::vector<float> out(in.size());
+  auto op = std::make_shared<internal::OpState>(1, 1);
+  loop->Submit(Piece(op, in, out));
+  const size_t pool_frames = queue.tx_pool().capacity();
+  TimePoint now = kT0;
+  for (int step = 0; step < 1000 && !op->done(); ++step) {
+    loop->Step(now);
+    now += TimeDelta::FromMicroseconds(10);
+    // The queue gives every sent frame back at once: the pool's buffers are
+    // free or the loop's spares, never more than a burst of them.
+    ASSERT_LE(loop->spare_tx_frames(), 8u) << step;
+    ASSERT_EQ(queue.tx_pool().free_count() + loop->spare_tx_frames(), pool_frames) << step;
+  }
+  ASSERT_TRUE(op->done());
+  EXPECT_EQ(out, RoundTrip(in, o.job.scale));
+  const WorkerQueueStatistics s = loop->statistics();
+  EXPECT_EQ(s.frames_sent, 40u);
+  EXPECT_EQ(s.retransmissions, 0u);
+  loop.reset();
+  EXPECT_EQ(queue.tx_pool().free_count(), pool_frames) << "the spares go back with the loop";
 }
 
 TEST(WorkerIoLoopTest, ManyPiecesFinishTheirOwnOperations) {
