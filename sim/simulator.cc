@@ -72,23 +72,14 @@ void Simulator::SiftDown(const Event& event) {
   while (true) {
     const size_t first = kArity * i + 1;
     if (first >= n) break;
+    const size_t end = first + kArity < n ? first + kArity : n;
     size_t best = first;
     Key best_key = KeyOf(heap[first]);
-    if (first + kArity <= n) {
-      for (size_t c = first + 1; c < first + kArity; ++c) {
-        const Key k = KeyOf(heap[c]);
-        const bool earlier = k < best_key;
-        best = earlier ? c : best;
-        best_key = earlier ? k : best_key;
-      }
-    } else {
-      for (size_t c = first + 1; c < n; ++c) {
-        const Key k = KeyOf(heap[c]);
-        if (k < best_key) {
-          best = c;
-          best_key = k;
-        }
-      }
+    for (size_t c = first + 1; c < end; ++c) {
+      const Key k = KeyOf(heap[c]);
+      const bool earlier = k < best_key;
+      best = earlier ? c : best;
+      best_key = earlier ? k : best_key;
     }
     if (key < best_key) break;
     heap[i] = heap[best];

@@ -111,15 +111,13 @@ class Simulator {
     uint64_t sequence;  // tie breaker: FIFO among events at the same time
     Actor* actor;
   };
-  static bool Before(const Event& a, const Event& b) {
-    return a.time_ns < b.time_ns || (a.time_ns == b.time_ns && a.sequence < b.sequence);
-  }
-  // Key: (time_ns, sequence) as one number, ordered as Before orders events
-  // (time_ns is never negative).
+  // Key: an event's place in the queue, (time_ns, sequence) as one number
+  // (time_ns is never negative: Schedule clamps to Now()).
   __extension__ using Key = unsigned __int128;
   static Key KeyOf(const Event& e) {
     return Key{static_cast<uint64_t>(e.time_ns)} << 64 | e.sequence;
   }
+  static bool Before(const Event& a, const Event& b) { return KeyOf(a) < KeyOf(b); }
 
   void Push(const Event& event);
   void PopTop();

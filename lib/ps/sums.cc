@@ -24,8 +24,8 @@ constexpr uint32_t kInt32MinBits = 0x80000000u;
 
 namespace {
 
-// HasInt32BoundLoop: the loop of HasInt32Bound, inlined into each variant
-// (compiled for the variant's vector width).
+// HasInt32BoundLoop: HasInt32Bound where the CPU has no AVX2 (the AVX2
+// version below makes the same test, eight values at a time).
 [[gnu::always_inline]] inline bool HasInt32BoundLoop(const wire::Payload& payload) {
   uint32_t bound = 0;
   // value + 0x80000001 wraps to 0 for INT32_MAX and to 1 for INT32_MIN, and
