@@ -35,10 +35,17 @@ absl::StatusOr<std::unique_ptr<Experiment>> Experiment::Create(const ExperimentC
   ATP_ASSIGN_OR_RETURN(experiment->network_, BuildNetwork(experiment->config_.topology));
   experiment->AttachImpairments();
   Network& net = *experiment->network_;
+  experiment->tasks_ = std::make_unique<TaskThread>(config.input_thread);
   for (size_t j = 0; j < net.job_count(); ++j) {
     Experiment* self = experiment.get();
-    experiment->drivers_.push_back(std::make_unique<JobDriver>(
-        &net.sim(), net.job(j), config.workload, [self] { self->OnJobDone(); }));
+    experiment->drivers_.push_back(std::make_unique<JobDriver>(&net.sim(), experiment->tasks_.get(),
+                                                               net.job(j), config.workload,
+                                                               [self] { self->OnJobDone(); }));
+  }
+  // The first inputs are part of setting the run up, made on both cores; the
+  // later ones are made on the helper while the run goes on.
+  if (config.input_thread) {
+    for (auto& driver : experiment->drivers_) driver->AwaitFirstInputs();
   }
   experiment->job_has_dead_worker_.assign(net.job_count(), false);
   return experiment;
@@ -52,6 +59,7 @@ Experiment::~Experiment() {
   sampler_.reset();
   alarms_.clear();
   drivers_.clear();
+  tasks_.reset();
   network_.reset();
 }
 

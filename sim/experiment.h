@@ -30,6 +30,7 @@
 #include "sim/loss_filters.h"
 #include "sim/network.h"
 #include "sim/packet_filter.h"
+#include "sim/task_thread.h"
 #include "sim/topology.h"
 #include "sim/workload.h"
 
@@ -62,6 +63,11 @@ struct ExperimentConfig {
   TimeDelta settle_time = TimeDelta::FromMilliseconds(25);
   // sample_interval: if > 0, each job's goodput is sampled this often.
   TimeDelta sample_interval;
+  // input_thread: make the workers' inputs and exact sums on a second thread
+  // (TaskThread), the first iteration's in Create, each next one while the
+  // current one is simulated. The results are the same bits either way;
+  // false does it all on the simulation thread, when each input is needed.
+  bool input_thread = true;
 };
 
 struct JobResult {
@@ -133,6 +139,8 @@ class Experiment {
 
   ExperimentConfig config_;
   std::unique_ptr<Network> network_;
+  // Declared before the drivers, which cancel their tasks when destroyed.
+  std::unique_ptr<TaskThread> tasks_;
   std::vector<std::unique_ptr<JobDriver>> drivers_;
   std::vector<bool> job_has_dead_worker_;
   std::vector<std::unique_ptr<Alarm>> alarms_;

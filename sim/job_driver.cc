@@ -23,27 +23,43 @@ void FillWithNan(std::span<float> values) {
 
 }  // namespace
 
-JobDriver::JobDriver(Simulator* sim, const JobNodes& job, const WorkloadConfig& workload,
-                     std::function<void()> on_done)
+JobDriver::JobDriver(Simulator* sim, TaskThread* tasks, const JobNodes& job,
+                     const WorkloadConfig& workload, std::function<void()> on_done)
     : sim_(sim),
+      tasks_(tasks),
       job_(job),
       random_(Random::DeriveSeed(workload.seed, 0x6a17'7e00ull + job.shape.job)),
       workload_(workload),
       on_done_(std::move(on_done)) {
   workers_.resize(job.workers.size());
+  const size_t n = workload.values;
   for (size_t w = 0; w < workers_.size(); ++w) {
     workers_[w].node = job.workers[w];
     WorkerState& worker = workers_[w];
-    worker.values = std::make_unique_for_overwrite<float[]>(2 * workload.values);
-    worker.input = {worker.values.get(), workload.values};
-    worker.output = {worker.values.get() + workload.values, workload.values};
+    worker.values = std::make_unique_for_overwrite<float[]>(3 * n);
+    worker.inputs[0] = {worker.values.get(), n};
+    worker.inputs[1] = {worker.values.get() + n, n};
+    worker.output = {worker.values.get() + 2 * n, n};
     // Touch every page now, while the experiment is set up, not in its run.
-    FillWithNan({worker.values.get(), 2 * workload.values});
+    FillWithNan({worker.values.get(), 3 * n});
     const int index = static_cast<int>(w);
     workers_[w].node->SetCompletionCallback(
         [this, index](WorkerNode&, uint64_t, TimePoint now) { OnComplete(index, now); });
     workers_[w].start_alarm =
         std::make_unique<Alarm>(sim_, [this, index](TimePoint) { StartIteration(index); });
+  }
+  if (workload_.iterations > 0) {
+    for (size_t w = 0; w < workers_.size(); ++w) PrepareInput(static_cast<int>(w), 0);
+  }
+}
+
+JobDriver::~JobDriver() {
+  for (WorkerState& worker : workers_) tasks_->Cancel(worker.input_ready);
+}
+
+void JobDriver::AwaitFirstInputs() {
+  for (WorkerState& worker : workers_) {
+    if (worker.iteration == 0) tasks_->Wait(worker.input_ready);
   }
 }
 
@@ -89,16 +105,29 @@ void JobDriver::Fail(std::string message) {
   if (first_error_.empty()) first_error_ = std::move(message);
 }
 
+void JobDriver::PrepareInput(int index_in_job, int iteration) {
+  WorkerState& worker = workers_[static_cast<size_t>(index_in_job)];
+  ExpectedResult* expected = CheckFor(iteration).expected.get();
+  const std::span<float> input = worker.inputs[iteration % 2];
+  const int workers = static_cast<int>(workers_.size());
+  worker.input_ready = tasks_->Post([this, expected, input, index_in_job, iteration, workers] {
+    FillInput(workload_, job_.shape.job, index_in_job, workers, iteration, input);
+    std::lock_guard<std::mutex> lock(add_mutex_);
+    expected->Add(index_in_job, input);
+    if (expected->added() == workers) expected->Finish();
+  });
+}
+
 void JobDriver::StartIteration(int index_in_job) {
   WorkerState& worker = workers_[static_cast<size_t>(index_in_job)];
-  const int workers = static_cast<int>(workers_.size());
-  FillInput(workload_, job_.shape.job, index_in_job, workers, worker.iteration, worker.input);
-  ExpectedResult& expected = *CheckFor(worker.iteration).expected;
-  expected.Add(index_in_job, worker.input);
-  if (expected.added() == workers) expected.Finish();
+  const int iteration = worker.iteration;
+  tasks_->Wait(worker.input_ready);
+  worker.input_ready = 0;
+  ++CheckFor(iteration).started;
+  if (iteration + 1 < workload_.iterations) PrepareInput(index_in_job, iteration + 1);
   // A pattern no correct result has, so a value the engine never wrote shows.
   FillWithNan(worker.output);
-  absl::StatusOr<uint64_t> op = worker.node->Start(worker.input, worker.output);
+  absl::StatusOr<uint64_t> op = worker.node->Start(worker.inputs[iteration % 2], worker.output);
   if (!op.ok()) Fail(std::string(op.status().message()));
 }
 
@@ -109,7 +138,7 @@ void JobDriver::OnComplete(int index_in_job, TimePoint now) {
   IterationCheck& check = CheckFor(iteration);
   ++results_checked_;
   std::string why;
-  if (check.expected->added() != workers) {
+  if (check.started != workers) {
     Fail(absl::StrCat("job ", +job_.shape.job, " worker ", index_in_job, " completed iteration ",
                       iteration, " before every worker had started it"));
   } else if (!check.expected->Check(worker.output, &why)) {

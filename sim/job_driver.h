@@ -3,11 +3,17 @@
 //
 // Each worker runs `iterations` allreduce operations back to back: when one
 // completes, the driver checks the output against the iteration's
-// ExpectedResult, then refills the input for the next iteration and starts it.
-// The ExpectedResult accumulates each worker's input as the worker starts the
-// iteration: no worker can complete it before every worker has started it,
-// so the answer is always ready in time (the driver reports it if not). A worker never waits for the others between
-// iterations, as in data-parallel training with ATP's push-pull.
+// ExpectedResult, then starts the next iteration with its next input. A
+// worker never waits for the others between iterations, as in data-parallel
+// training with ATP's push-pull.
+//
+// Inputs are made one iteration ahead, on the TaskThread: the first
+// iteration's when the driver is built, the next one's when a worker starts
+// an iteration, each added to its iteration's ExpectedResult as it is made.
+// A worker's input is a function of (seed, job, worker, iteration), so the
+// run is the same with or without the helper thread. No worker can complete
+// an iteration before every worker has started it (and so before every input
+// was added): the driver reports it if one does.
 #ifndef ATP_SIM_JOB_DRIVER_H_
 #define ATP_SIM_JOB_DRIVER_H_
 
@@ -15,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,16 +30,24 @@
 #include "sim/alarm.h"
 #include "sim/network.h"
 #include "sim/random.h"
+#include "sim/task_thread.h"
 #include "sim/workload.h"
 
 namespace atp::sim {
 
 class JobDriver {
  public:
-  // `sim`, `job` and the nodes it names outlive the driver. `on_done` is
-  // called once, when every worker has finished every iteration.
-  JobDriver(Simulator* sim, const JobNodes& job, const WorkloadConfig& workload,
+  // `sim`, `tasks`, `job` and the nodes it names outlive the driver.
+  // `on_done` is called once, when every worker has finished every
+  // iteration. Posts the first iteration's inputs to `tasks`.
+  JobDriver(Simulator* sim, TaskThread* tasks, const JobNodes& job, const WorkloadConfig& workload,
             std::function<void()> on_done);
+  // Cancels the inputs still being made.
+  ~JobDriver();
+
+  // AwaitFirstInputs: returns once every worker's first input is made and
+  // added (this thread helps). Optional: Start waits for each as needed.
+  void AwaitFirstInputs();
 
   // Start: starts every worker's first iteration (call at the job's start time).
   void Start();
@@ -49,19 +64,27 @@ class JobDriver {
  private:
   struct WorkerState {
     WorkerNode* node = nullptr;
-    // input and output: halves of `values` (NaN until FillInput writes the
-    // input and StartIteration poisons the output).
+    // inputs[iteration % 2] and output: thirds of `values` (NaN until
+    // FillInput writes an input and StartIteration poisons the output). The
+    // node reads inputs[i % 2] while iteration i runs; the TaskThread writes
+    // the other one meanwhile.
     std::unique_ptr<float[]> values;
-    std::span<float> input;
+    std::span<float> inputs[2];
     std::span<float> output;
+    TaskThread::Ticket input_ready = 0;  // the next input's task (0: none)
     int iteration = 0;  // the iteration running (== iterations when finished)
     std::unique_ptr<Alarm> start_alarm;  // WorkloadConfig::start_jitter
   };
   struct IterationCheck {
     std::unique_ptr<ExpectedResult> expected;
+    int started = 0;  // workers that started the iteration
     int checked = 0;
   };
   IterationCheck& CheckFor(int iteration);
+
+  // PrepareInput: posts the task that makes the worker's input of
+  // `iteration` and adds it to the iteration's ExpectedResult.
+  void PrepareInput(int index_in_job, int iteration);
 
   // NextIteration: starts the worker's next iteration, after its jitter.
   void NextIteration(int index_in_job);
@@ -70,6 +93,7 @@ class JobDriver {
   void Fail(std::string message);
 
   Simulator* sim_;
+  TaskThread* tasks_;
   const JobNodes& job_;
   Random random_;  // start jitter
   WorkloadConfig workload_;
@@ -77,6 +101,9 @@ class JobDriver {
   std::vector<WorkerState> workers_;
   std::map<int, IterationCheck> checks_;  // live iterations only
   std::vector<std::unique_ptr<ExpectedResult>> spare_;  // recycled
+  // Serializes ExpectedResult::Add (and Finish) between the TaskThread's
+  // helper and this thread; nothing else of the driver is shared.
+  std::mutex add_mutex_;
   int workers_done_ = 0;
   TimePoint start_time_;
   TimePoint finish_time_ = TimePoint::Infinite();

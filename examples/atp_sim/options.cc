@@ -82,6 +82,9 @@ ABSL_FLAG(double, ps_packet_ns, 0,
           "(0..1e9; 0: free, the default). Also with --scenario.");
 ABSL_FLAG(double, time_limit_ms, 60000.0,
           "Simulated time after which unfinished jobs are reported as not completed.");
+ABSL_FLAG(bool, input_thread, true,
+          "Make the workers' inputs and their exact sums on a second thread, one iteration "
+          "ahead (the first before the run starts). Same results either way.");
 
 namespace atp::sim_tool {
 namespace {
@@ -132,11 +135,15 @@ absl::Status CheckMemory(const ExperimentConfig& config, int workers, int jobs, 
   const double memory = tool::PhysicalMemoryBytes();
   if (memory <= 0) return absl::OkStatus();
   const double budget = memory / 2;
-  // Per job and value: each worker's input and output (8 bytes), the exact
-  // answer's sums and results (~20 bytes), and with the float path each
-  // worker's row of the values that may need it (4 bytes).
+  // Per job and value: each worker's two inputs (this iteration's and the
+  // next's) and output (12 bytes), the exact answers' sums and results of up
+  // to three iterations (~20 bytes each: the checked one, the running one,
+  // the next), and with the float path each worker's row of the values that
+  // may need it (4 bytes per answer).
+  const double answers = 3.0;
   const double per_value =
-      8.0 * workers + 20.0 + (config.workload.overflow_every > 0 ? 4.0 * workers : 0.0);
+      12.0 * workers +
+      answers * (20.0 + (config.workload.overflow_every > 0 ? 4.0 * workers : 0.0));
   const double tensors = static_cast<double>(config.workload.values) * per_value * jobs;
   // Every ToR (one per worker rack, plus the PS's with several racks) holds
   // the whole array.
@@ -191,7 +198,7 @@ absl::StatusOr<Options> OptionsFromFlags() {
          "allocation", "cc", "queues", "link_gbps", "delay_us", "queue_frames", "ecn_threshold",
          "levels", "index", "placement", "slots", "window", "orphan_timeout_ms", "reorder",
          "reorder_delay_us", "duplicate", "corrupt", "overflow_every", "jitter_us", "sample_us",
-         "time_limit_ms"},
+         "time_limit_ms", "input_thread"},
         "not with --scenario (a scenario sets up its own runs; only --scale, --seed, --json, "
         "--plot, --ps_link_gbps and --ps_packet_ns apply)"));
     bool known = false;
@@ -373,6 +380,7 @@ absl::StatusOr<Options> OptionsFromFlags() {
   ATP_ASSIGN_OR_RETURN(config.sample_interval,
                        Duration("sample_us", absl::GetFlag(FLAGS_sample_us), 1e3, 0,
                                 /*min_exclusive=*/false));
+  config.input_thread = absl::GetFlag(FLAGS_input_thread);
   ATP_ASSIGN_OR_RETURN(config.time_limit,
                        Duration("time_limit_ms", absl::GetFlag(FLAGS_time_limit_ms), 1e6, 0,
                                 /*min_exclusive=*/true));

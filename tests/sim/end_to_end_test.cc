@@ -163,6 +163,49 @@ TEST(EndToEndTest, SameSeedGivesBitIdenticalResultsWithEcnAndTwoJobs) {
   ExpectIdentical(a, b);
 }
 
+// The inputs made on a second thread, one iteration ahead, give the run the
+// simulation thread gives alone: two jobs, three iterations, fragments on the
+// float path (overflow), workers starting at jittered times, loss; and every
+// result is checked exact either way.
+TEST(EndToEndTest, InputThreadGivesTheSameRunAsOneThread) {
+  ExperimentConfig config;
+  config.topology.worker_racks = 2;
+  config.topology.jobs.push_back(JobPlacement{.job = 1, .workers_per_rack = {3, 2}});
+  config.topology.jobs.push_back(JobPlacement{.job = 2, .workers_per_rack = {1, 2}});
+  config.workload.values = 62 * 700 + 5;
+  config.workload.iterations = 3;
+  config.workload.overflow_every = 9;
+  config.workload.start_jitter = TimeDelta::FromMicroseconds(20);
+  config.impairments.loss = 0.002;
+  config.sample_interval = TimeDelta::FromMicroseconds(100);
+  config.seed = 11;
+  config.input_thread = false;
+  const ExperimentResult alone = RunOrDie(config);
+  config.input_thread = true;
+  const ExperimentResult helped = RunOrDie(config);
+  EXPECT_TRUE(alone.exact);
+  ASSERT_EQ(alone.jobs.size(), 2u);
+  EXPECT_EQ(alone.jobs[0].results_checked, 15u);
+  EXPECT_EQ(alone.jobs[1].results_checked, 9u);
+  EXPECT_GT(alone.jobs[0].overflows, 0u);
+  ExpectIdentical(alone, helped);
+}
+
+// A run stopped by its time limit leaves inputs being made for iterations
+// that never start: the experiment goes away without waiting for them to be
+// used (each driver cancels its own) and without touching freed memory
+// (the sanitizer builds run this).
+TEST(EndToEndTest, UnfinishedRunWithInputThreadTearsDownCleanly) {
+  ExperimentConfig config = Config(1, {4}, 62 * 4000, 50);
+  config.time_limit = TimeDelta::FromMicroseconds(30);
+  config.settle_time = TimeDelta::FromMicroseconds(1);
+  config.input_thread = true;
+  const ExperimentResult result = RunOrDie(config);
+  EXPECT_FALSE(result.completed);
+  ASSERT_EQ(result.jobs.size(), 1u);
+  EXPECT_FALSE(result.jobs[0].completed);
+}
+
 // The PS model (TopologyConfig::ps_model): a slow PS link and a per-frame
 // service time keep runs bit-identical under one seed, and cost what they
 // should: with no in-network aggregation every frame reaches the PS, so the
