@@ -38,9 +38,9 @@ absl::StatusOr<std::unique_ptr<Experiment>> Experiment::Create(const ExperimentC
   experiment->tasks_ = std::make_unique<TaskThread>(config.input_thread);
   for (size_t j = 0; j < net.job_count(); ++j) {
     Experiment* self = experiment.get();
-    experiment->drivers_.push_back(std::make_unique<JobDriver>(&net.sim(), experiment->tasks_.get(),
-                                                               net.job(j), config.workload,
-                                                               [self] { self->OnJobDone(); }));
+    experiment->drivers_.push_back(
+        std::make_unique<JobDriver>(experiment->tasks_.get(), net.job(j), config.workload,
+                                    net.partitions() > 1, [self] { self->OnJobDone(); }));
   }
   // The first inputs are part of setting the run up, made on both cores; the
   // later ones are made on the helper while the run goes on.
@@ -55,7 +55,9 @@ Experiment::Experiment(const ExperimentConfig& config) : config_(config) {}
 
 Experiment::~Experiment() {
   // Alarms unschedule themselves; clear first so that costs nothing.
-  if (network_) network_->sim().Clear();
+  if (network_) {
+    for (int p = 0; p < network_->partitions(); ++p) network_->sim(p).Clear();
+  }
   sampler_.reset();
   alarms_.clear();
   drivers_.clear();
@@ -99,6 +101,10 @@ void Experiment::AttachImpairments() {
 }
 
 void Experiment::At(TimePoint time, std::function<void()> action) {
+  if (network_->partitions() > 1) {
+    network_->At(time, std::move(action));
+    return;
+  }
   auto alarm = std::make_unique<Alarm>(&network_->sim(),
                                        [action = std::move(action)](TimePoint) { action(); });
   alarm->Set(time);
@@ -109,7 +115,7 @@ void Experiment::KillWorker(size_t job, size_t worker, TimePoint time) {
   At(time, [this, job, worker] {
     network_->job(job).workers[worker]->Kill();
     job_has_dead_worker_[job] = true;
-    if (AllLiveJobsDone()) network_->sim().Stop();
+    if (AllLiveJobsDone()) network_->RequestStop();
   });
 }
 
@@ -121,7 +127,7 @@ bool Experiment::AllLiveJobsDone() const {
 }
 
 void Experiment::OnJobDone() {
-  if (AllLiveJobsDone()) network_->sim().Stop();
+  if (AllLiveJobsDone()) network_->RequestStop();
 }
 
 void Experiment::Sample(TimePoint now) {
@@ -132,29 +138,46 @@ void Experiment::Sample(TimePoint now) {
     samples_[j].push_back(bits / config_.sample_interval.ToSeconds() / 1e9);
     last_sample_fragments_[j] = fragments;
   }
-  if (!AllLiveJobsDone()) sampler_->Set(now + config_.sample_interval);
+  if (!AllLiveJobsDone()) ScheduleSample(now + config_.sample_interval);
+}
+
+void Experiment::ScheduleSample(TimePoint time) {
+  if (network_->partitions() == 1) {
+    sampler_->Set(time);
+    return;
+  }
+  // Between windows: it reads workers of both partitions.
+  network_->At(time, [this, time] {
+    if (sampling_) Sample(time);
+  });
 }
 
 ExperimentResult Experiment::Run() {
-  Simulator& sim = network_->sim();
   for (size_t j = 0; j < drivers_.size(); ++j) {
     JobDriver* driver = drivers_[j].get();
-    At(network_->job(j).start_time, [driver] { driver->Start(); });
+    if (network_->partitions() > 1) {
+      // Each worker starts on its own partition's clock.
+      driver->StartAt(network_->job(j).start_time);
+    } else {
+      At(network_->job(j).start_time, [driver] { driver->Start(); });
+    }
   }
   if (config_.sample_interval > TimeDelta::Zero()) {
     last_sample_fragments_.assign(network_->job_count(), 0);
     samples_.assign(network_->job_count(), {});
-    sampler_ = std::make_unique<Alarm>(&sim, [this](TimePoint now) { Sample(now); });
-    sampler_->Set(TimePoint::Zero() + config_.sample_interval);
+    sampler_ = std::make_unique<Alarm>(&network_->sim(), [this](TimePoint now) { Sample(now); });
+    sampling_ = true;
+    ScheduleSample(TimePoint::Zero() + config_.sample_interval);
   }
   const TimePoint limit = TimePoint::Zero() + config_.time_limit;
-  sim.RunUntil(limit);
-  const TimePoint finished = sim.Now();
+  network_->RunUntil(limit);
+  const TimePoint finished = network_->Now();
   if (sampler_) sampler_->Cancel();
+  sampling_ = false;
   // Settle: nothing new starts; in-flight frames drain and idle switches
   // release orphans. Workers of unfinished jobs keep retrying, so settle for
   // a bounded time only.
-  sim.RunUntil(finished + config_.settle_time);
+  network_->RunUntil(finished + config_.settle_time);
 
   ExperimentResult result;
   result.completed = true;
@@ -199,7 +222,7 @@ ExperimentResult Experiment::Run() {
     result.jobs.push_back(std::move(r));
   }
   result.simulated_time = finished - TimePoint::Zero();
-  result.events = sim.events_processed();
+  result.events = network_->events_processed();
   result.frame_deliveries = network_->FrameDeliveries();
   for (const auto& link : network_->links()) {
     result.tail_drops += link->counters().tail_drops;
@@ -221,7 +244,7 @@ ExperimentResult Experiment::Run() {
   for (size_t j = 0; j < network_->job_count(); ++j) {
     for (const WorkerNode* w : network_->job(j).workers) kept_by_hosts += w->spare_tx_frames();
   }
-  result.packets_outstanding_at_end = network_->pool().outstanding() - kept_by_hosts;
+  result.packets_outstanding_at_end = network_->packets_outstanding() - kept_by_hosts;
   return result;
 }
 

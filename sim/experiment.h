@@ -118,12 +118,14 @@ class Experiment {
   // state, schedule faults with At) before Run.
   Network& network() { return *network_; }
 
-  // At: runs `action` at simulated time `time` during Run.
+  // At: runs `action` at simulated time `time` during Run. With two
+  // partitions (TopologyConfig::partitions) it runs between windows, both
+  // partitions stopped at `time` (Network::At), so it may touch any node.
   void At(TimePoint time, std::function<void()> action);
 
-  // KillWorker: at `time`, worker `worker` (worker order) of job index `job`
-  // stops: it ignores every frame and sends nothing more. That job cannot
-  // complete; Run stops waiting for it.
+  // KillWorker: at `time` (as At), worker `worker` (worker order) of job
+  // index `job` stops: it ignores every frame and sends nothing more. That
+  // job cannot complete; Run stops waiting for it.
   void KillWorker(size_t job, size_t worker, TimePoint time);
 
   // Run: runs until every job that can finish has (or the time limit), then
@@ -136,6 +138,9 @@ class Experiment {
   void OnJobDone();
   bool AllLiveJobsDone() const;
   void Sample(TimePoint now);
+  // ScheduleSample: the next Sample at `time` (an Alarm with one partition,
+  // a Network::At action between windows with two).
+  void ScheduleSample(TimePoint time);
 
   ExperimentConfig config_;
   std::unique_ptr<Network> network_;
@@ -145,6 +150,7 @@ class Experiment {
   std::vector<bool> job_has_dead_worker_;
   std::vector<std::unique_ptr<Alarm>> alarms_;
   std::unique_ptr<Alarm> sampler_;
+  bool sampling_ = false;  // until the run's end (the settle samples nothing)
   std::vector<uint64_t> last_sample_fragments_;
   std::vector<std::vector<double>> samples_;
 };

@@ -23,13 +23,13 @@ void FillWithNan(std::span<float> values) {
 
 }  // namespace
 
-JobDriver::JobDriver(Simulator* sim, TaskThread* tasks, const JobNodes& job,
-                     const WorkloadConfig& workload, std::function<void()> on_done)
-    : sim_(sim),
-      tasks_(tasks),
+JobDriver::JobDriver(TaskThread* tasks, const JobNodes& job, const WorkloadConfig& workload,
+                     bool partitioned, std::function<void()> on_done)
+    : tasks_(tasks),
       job_(job),
       random_(Random::DeriveSeed(workload.seed, 0x6a17'7e00ull + job.shape.job)),
       workload_(workload),
+      partitioned_(partitioned),
       on_done_(std::move(on_done)) {
   workers_.resize(job.workers.size());
   const size_t n = workload.values;
@@ -43,10 +43,16 @@ JobDriver::JobDriver(Simulator* sim, TaskThread* tasks, const JobNodes& job,
     // Touch every page now, while the experiment is set up, not in its run.
     FillWithNan({worker.values.get(), 3 * n});
     const int index = static_cast<int>(w);
-    workers_[w].node->SetCompletionCallback(
+    worker.node->SetCompletionCallback(
         [this, index](WorkerNode&, uint64_t, TimePoint now) { OnComplete(index, now); });
-    workers_[w].start_alarm =
-        std::make_unique<Alarm>(sim_, [this, index](TimePoint) { StartIteration(index); });
+    worker.start_alarm = std::make_unique<Alarm>(worker.node->sim(), [this, index](TimePoint) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      StartIteration(index);
+    });
+    if (partitioned_) {
+      worker.jitter = std::make_unique<Random>(Random::DeriveSeed(
+          workload.seed, (0x6a17'7e01ull + job.shape.job) << 16 | static_cast<uint64_t>(w)));
+    }
   }
   if (workload_.iterations > 0) {
     for (size_t w = 0; w < workers_.size(); ++w) PrepareInput(static_cast<int>(w), 0);
@@ -63,26 +69,45 @@ void JobDriver::AwaitFirstInputs() {
   }
 }
 
-void JobDriver::Start() {
-  start_time_ = job_.start_time;
+void JobDriver::Start() { Begin(job_.start_time, /*on_alarms=*/false); }
+
+void JobDriver::StartAt(TimePoint start) { Begin(start, /*on_alarms=*/true); }
+
+void JobDriver::Begin(TimePoint start, bool on_alarms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  start_time_ = start;
   if (workload_.iterations <= 0) {
     workers_done_ = static_cast<int>(workers_.size());
     finish_time_ = start_time_;
+    lock.unlock();
     if (on_done_) on_done_();
     return;
   }
-  for (size_t w = 0; w < workers_.size(); ++w) NextIteration(static_cast<int>(w));
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    const int index = static_cast<int>(w);
+    if (on_alarms) {
+      workers_[w].start_alarm->Set(start + JitterDelay(index));
+    } else {
+      NextIteration(index);
+    }
+  }
+}
+
+TimeDelta JobDriver::JitterDelay(int index_in_job) {
+  const int64_t jitter = workload_.start_jitter.ToNanoseconds();
+  if (jitter <= 0) return TimeDelta::Zero();
+  Random& random = partitioned_ ? *workers_[static_cast<size_t>(index_in_job)].jitter : random_;
+  return TimeDelta::FromNanoseconds(
+      static_cast<int64_t>(random.Below(static_cast<uint64_t>(jitter))));
 }
 
 void JobDriver::NextIteration(int index_in_job) {
-  const int64_t jitter = workload_.start_jitter.ToNanoseconds();
-  if (jitter <= 0) {
+  if (workload_.start_jitter <= TimeDelta::Zero()) {
     StartIteration(index_in_job);
     return;
   }
-  const TimeDelta delay =
-      TimeDelta::FromNanoseconds(static_cast<int64_t>(random_.Below(static_cast<uint64_t>(jitter))));
-  workers_[static_cast<size_t>(index_in_job)].start_alarm->Set(sim_->Now() + delay);
+  WorkerState& worker = workers_[static_cast<size_t>(index_in_job)];
+  worker.start_alarm->Set(worker.node->sim()->Now() + JitterDelay(index_in_job));
 }
 
 JobDriver::IterationCheck& JobDriver::CheckFor(int iteration) {
@@ -100,9 +125,13 @@ JobDriver::IterationCheck& JobDriver::CheckFor(int iteration) {
   return check;
 }
 
-void JobDriver::Fail(std::string message) {
+void JobDriver::Fail(TimePoint now, int index_in_job, std::string message) {
   ++mismatches_;
-  if (first_error_.empty()) first_error_ = std::move(message);
+  const std::pair<TimePoint, int> at{now, index_in_job};
+  if (first_error_.empty() || at < first_error_at_) {
+    first_error_ = std::move(message);
+    first_error_at_ = at;
+  }
 }
 
 void JobDriver::PrepareInput(int index_in_job, int iteration) {
@@ -128,10 +157,13 @@ void JobDriver::StartIteration(int index_in_job) {
   // A pattern no correct result has, so a value the engine never wrote shows.
   FillWithNan(worker.output);
   absl::StatusOr<uint64_t> op = worker.node->Start(worker.inputs[iteration % 2], worker.output);
-  if (!op.ok()) Fail(std::string(op.status().message()));
+  if (!op.ok()) {
+    Fail(worker.node->sim()->Now(), index_in_job, std::string(op.status().message()));
+  }
 }
 
 void JobDriver::OnComplete(int index_in_job, TimePoint now) {
+  std::unique_lock<std::mutex> lock(mutex_);
   WorkerState& worker = workers_[static_cast<size_t>(index_in_job)];
   const int iteration = worker.iteration;
   const int workers = static_cast<int>(workers_.size());
@@ -139,11 +171,13 @@ void JobDriver::OnComplete(int index_in_job, TimePoint now) {
   ++results_checked_;
   std::string why;
   if (check.started != workers) {
-    Fail(absl::StrCat("job ", +job_.shape.job, " worker ", index_in_job, " completed iteration ",
+    Fail(now, index_in_job,
+         absl::StrCat("job ", +job_.shape.job, " worker ", index_in_job, " completed iteration ",
                       iteration, " before every worker had started it"));
   } else if (!check.expected->Check(worker.output, &why)) {
-    Fail(absl::StrCat("job ", +job_.shape.job, " worker ", index_in_job, " iteration ",
-                      iteration, ": ", why));
+    Fail(now, index_in_job,
+         absl::StrCat("job ", +job_.shape.job, " worker ", index_in_job, " iteration ", iteration,
+                      ": ", why));
   }
   // Every worker is checked against the same exact answer: identical everywhere.
   if (++check.checked == workers) {
@@ -155,8 +189,12 @@ void JobDriver::OnComplete(int index_in_job, TimePoint now) {
     NextIteration(index_in_job);
     return;
   }
-  if (++workers_done_ == workers) {
-    finish_time_ = now;
+  // With two partitions the last worker to finish in wall time need not be
+  // the last in simulated time.
+  last_finish_ = std::max(last_finish_, now);
+  if (workers_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == workers) {
+    finish_time_ = last_finish_;
+    lock.unlock();
     if (on_done_) on_done_();
   }
 }

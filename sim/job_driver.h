@@ -14,9 +14,16 @@
 // run is the same with or without the helper thread. No worker can complete
 // an iteration before every worker has started it (and so before every input
 // was added): the driver reports it if one does.
+//
+// A job's workers may live in two partitions of the network, run by two
+// threads (network.h): each worker's alarms use its own partition's clock,
+// the shared state is behind a mutex, and with `partitioned` each worker
+// draws its start jitter from a stream of its own (the order in which
+// workers of two threads draw from one would vary from run to run).
 #ifndef ATP_SIM_JOB_DRIVER_H_
 #define ATP_SIM_JOB_DRIVER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,6 +31,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "atp/time.h"
@@ -37,11 +45,13 @@ namespace atp::sim {
 
 class JobDriver {
  public:
-  // `sim`, `tasks`, `job` and the nodes it names outlive the driver.
-  // `on_done` is called once, when every worker has finished every
-  // iteration. Posts the first iteration's inputs to `tasks`.
-  JobDriver(Simulator* sim, TaskThread* tasks, const JobNodes& job, const WorkloadConfig& workload,
-            std::function<void()> on_done);
+  // `tasks`, `job` and the nodes it names outlive the driver. `on_done` is
+  // called once, when every worker has finished every iteration (on the
+  // thread of the worker that finished last). Posts the first iteration's
+  // inputs to `tasks`. `partitioned`: the job's workers may run on two
+  // threads (see above).
+  JobDriver(TaskThread* tasks, const JobNodes& job, const WorkloadConfig& workload,
+            bool partitioned, std::function<void()> on_done);
   // Cancels the inputs still being made.
   ~JobDriver();
 
@@ -49,10 +59,16 @@ class JobDriver {
   // added (this thread helps). Optional: Start waits for each as needed.
   void AwaitFirstInputs();
 
-  // Start: starts every worker's first iteration (call at the job's start time).
+  // Start: starts every worker's first iteration (call at the job's start
+  // time, from an event). Not with `partitioned`: StartAt.
   void Start();
+  // StartAt: sets every worker's first iteration to start at `start` (plus
+  // its jitter), each on its own partition's clock; call before the run.
+  void StartAt(TimePoint start);
 
-  bool done() const { return workers_done_ == static_cast<int>(workers_.size()); }
+  bool done() const {
+    return workers_done_.load(std::memory_order_acquire) == static_cast<int>(workers_.size());
+  }
   TimePoint start_time() const { return start_time_; }
   TimePoint finish_time() const { return finish_time_; }
   // exact: every result checked so far was exactly right and identical on
@@ -74,6 +90,7 @@ class JobDriver {
     TaskThread::Ticket input_ready = 0;  // the next input's task (0: none)
     int iteration = 0;  // the iteration running (== iterations when finished)
     std::unique_ptr<Alarm> start_alarm;  // WorkloadConfig::start_jitter
+    std::unique_ptr<Random> jitter;      // partitioned: this worker's own stream
   };
   struct IterationCheck {
     std::unique_ptr<ExpectedResult> expected;
@@ -86,30 +103,42 @@ class JobDriver {
   // `iteration` and adds it to the iteration's ExpectedResult.
   void PrepareInput(int index_in_job, int iteration);
 
+  // Begin: Start (on_alarms false: now, from an event) and StartAt.
+  void Begin(TimePoint start, bool on_alarms);
+  // The rest holds mutex_.
+  // JitterDelay: the worker's next start delay (WorkloadConfig::start_jitter).
+  TimeDelta JitterDelay(int index_in_job);
   // NextIteration: starts the worker's next iteration, after its jitter.
   void NextIteration(int index_in_job);
   void StartIteration(int index_in_job);
   void OnComplete(int index_in_job, TimePoint now);
-  void Fail(std::string message);
+  // Fail: records a wrong result; the earliest (time, worker) is first_error.
+  void Fail(TimePoint now, int index_in_job, std::string message);
 
-  Simulator* sim_;
   TaskThread* tasks_;
   const JobNodes& job_;
-  Random random_;  // start jitter
+  Random random_;  // start jitter of every worker, without `partitioned`
   WorkloadConfig workload_;
+  bool partitioned_;
   std::function<void()> on_done_;
   std::vector<WorkerState> workers_;
   std::map<int, IterationCheck> checks_;  // live iterations only
   std::vector<std::unique_ptr<ExpectedResult>> spare_;  // recycled
-  // Serializes ExpectedResult::Add (and Finish) between the TaskThread's
-  // helper and this thread; nothing else of the driver is shared.
+  // Serializes ExpectedResult::Add (and Finish) between the threads that
+  // make inputs (the TaskThread's helper, the partitions' threads).
   std::mutex add_mutex_;
-  int workers_done_ = 0;
+  // mutex_: what the workers of both partitions share: everything here but
+  // the WorkerStates' own fields, read by one thread each. After a run,
+  // reads need no lock.
+  std::mutex mutex_;
+  std::atomic<int> workers_done_{0};
   TimePoint start_time_;
+  TimePoint last_finish_;  // the latest last result so far
   TimePoint finish_time_ = TimePoint::Infinite();
   uint64_t results_checked_ = 0;
   uint64_t mismatches_ = 0;
   std::string first_error_;
+  std::pair<TimePoint, int> first_error_at_{TimePoint::Infinite(), 0};
 };
 
 }  // namespace atp::sim

@@ -14,7 +14,16 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 Link::Link(Simulator* sim, PacketPool* pool, const LinkConfig& config, std::string name)
-    : sim_(sim), pool_(pool), config_(config), name_(std::move(name)) {
+    : Link(sim, pool, sim, pool, config, std::move(name)) {}
+
+Link::Link(Simulator* sim, PacketPool* pool, Simulator* rx_sim, PacketPool* rx_pool,
+           const LinkConfig& config, std::string name)
+    : sim_(sim),
+      pool_(pool),
+      rx_sim_(rx_sim),
+      rx_pool_(rx_pool),
+      config_(config),
+      name_(std::move(name)) {
   if (config_.queue_capacity_packets == 0) config_.queue_capacity_packets = 1;
   const double bits = 8.0 * static_cast<double>(wire::kFrameBytes + config_.framing_overhead_bytes);
   const double bps = config_.bandwidth_bps > 0 ? config_.bandwidth_bps : 1.0;
@@ -22,7 +31,7 @@ Link::Link(Simulator* sim, PacketPool* pool, const LinkConfig& config, std::stri
 }
 
 Link::~Link() {
-  sim_->Unschedule(this);
+  rx_sim_->Unschedule(this);
   for (Delayed& delayed : delayed_) PacketPtr release(delayed.packet);
 }
 
@@ -85,24 +94,43 @@ SendResult Link::Send(PacketPtr packet) {
   const int64_t arrival_ns = CeilDiv(busy_until_ps_, kPicosPerNano) +
                              config_.propagation_delay.ToNanoseconds() +
                              outcome.extra_delay.ToNanoseconds();
+  const bool delayed = outcome.extra_delay > TimeDelta::Zero();
   for (uint32_t i = 0; i < outcome.extra_copies; ++i) {
     ++counters_.duplicates;
-    PacketPtr copy = pool_->Clone(*packet);
-    if (outcome.extra_delay > TimeDelta::Zero()) {
-      PushDelayed(std::move(copy), arrival_ns);
-    } else {
-      in_flight_.push_back(InFlight{std::move(copy), arrival_ns});
-    }
+    Arrive(pool_->Clone(*packet), arrival_ns, delayed);
   }
-  if (outcome.extra_delay > TimeDelta::Zero()) {
+  // The copies went first; they are identical, so the order among them
+  // does not matter.
+  Arrive(std::move(packet), arrival_ns, delayed);
+  if (!crosses_partitions()) sim_->Schedule(this, TimePoint::FromNanoseconds(arrival_ns));
+  return SendResult::kQueued;
+}
+
+void Link::Arrive(PacketPtr packet, int64_t arrival_ns, bool delayed) {
+  if (crosses_partitions()) {
+    crossing_.push_back(Crossing{std::move(packet), arrival_ns, delayed});
+  } else if (delayed) {
     PushDelayed(std::move(packet), arrival_ns);
   } else {
-    // The copies went first; they are identical, so the order among them
-    // does not matter.
     in_flight_.push_back(InFlight{std::move(packet), arrival_ns});
   }
-  sim_->Schedule(this, TimePoint::FromNanoseconds(arrival_ns));
-  return SendResult::kQueued;
+}
+
+void Link::Cross() {
+  if (crossing_.empty()) return;
+  for (Crossing& c : crossing_) {
+    // Into the receiver's pool: each partition's pool is used by its own
+    // thread only. The sender's copy returns to the sender's pool here.
+    PacketPtr packet = rx_pool_->Clone(*c.packet);
+    c.packet.reset();
+    if (c.delayed) {
+      PushDelayed(std::move(packet), c.arrival_ns);
+    } else {
+      in_flight_.push_back(InFlight{std::move(packet), c.arrival_ns});
+    }
+  }
+  crossing_.clear();
+  ScheduleNext();
 }
 
 void Link::PushDelayed(PacketPtr packet, int64_t arrival_ns) {
@@ -144,7 +172,7 @@ void Link::ScheduleNext() {
   int64_t next = INT64_MAX;
   if (!in_flight_.empty()) next = in_flight_.front().arrival_ns;
   if (!delayed_.empty()) next = std::min(next, delayed_.front().arrival_ns);
-  if (next != INT64_MAX) sim_->Schedule(this, TimePoint::FromNanoseconds(next));
+  if (next != INT64_MAX) rx_sim_->Schedule(this, TimePoint::FromNanoseconds(next));
 }
 
 }  // namespace atp::sim

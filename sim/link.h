@@ -9,6 +9,14 @@
 // sent to a full queue is dropped (tail drop). QueueDepth() is what a switch
 // compares with its ECN threshold.
 //
+// A link between two partitions of a network (network.h: each partition
+// has its own Simulator and pool, run by its own thread) is built with
+// the receiver's Simulator and pool as well: Send, on the sender's thread,
+// only queues and timestamps frames; Cross, called while neither partition
+// runs, copies them into the receiver's pool and schedules their arrival.
+// The propagation delay is what lets the two run apart: a frame sent at t
+// arrives at t + serialization + delay, after the window both were running.
+//
 //   Link link(&sim, &pool, LinkConfig{.bandwidth_bps = 100e9});
 //   link.Connect(&switch_node, /*port=*/3);
 //   link.Send(std::move(packet));
@@ -63,7 +71,17 @@ class Link : public Actor {
  public:
   // `sim` and `pool` must outlive the link.
   Link(Simulator* sim, PacketPool* pool, const LinkConfig& config, std::string name);
+  // A link into another partition: the sender's `sim` and `pool`, the
+  // receiver's `rx_sim` and `rx_pool` (all outlive the link).
+  Link(Simulator* sim, PacketPool* pool, Simulator* rx_sim, PacketPool* rx_pool,
+       const LinkConfig& config, std::string name);
   ~Link() override;
+
+  // crosses_partitions: built with a receiver's Simulator of its own.
+  bool crosses_partitions() const { return rx_sim_ != sim_; }
+  // Cross: hands the frames sent since the last call to the receiver's side
+  // (a no-op for a link within a partition). Neither partition may run.
+  void Cross();
 
   // Connect: where frames arrive. Must be called before the first Send.
   void Connect(PacketReceiver* receiver, int port);
@@ -104,12 +122,18 @@ class Link : public Actor {
     Packet* packet;  // owned (released into a PacketPtr on delivery)
   };
 
+  // Arrive: puts a sent frame on its way to arrive at `arrival_ns`.
+  void Arrive(PacketPtr packet, int64_t arrival_ns, bool delayed);
   void PushDelayed(PacketPtr packet, int64_t arrival_ns);
   PacketPtr PopDelayed();
   void ScheduleNext();
 
+  // The sender's clock and pool (the queue, filters, duplicates) and the
+  // receiver's (arrivals, Act); the same ones within a partition.
   Simulator* sim_;
   PacketPool* pool_;
+  Simulator* rx_sim_;
+  PacketPool* rx_pool_;
   LinkConfig config_;
   std::string name_;
   PacketReceiver* receiver_ = nullptr;
@@ -121,6 +145,14 @@ class Link : public Actor {
   RingQueue<InFlight> in_flight_;   // arrival order == send order
   std::vector<Delayed> delayed_;    // min-heap: frames a filter delayed
   uint64_t delayed_order_ = 0;
+  // crossing_: frames sent into another partition and not yet handed over
+  // by Cross, in send order (delayed: whether a filter delayed them).
+  struct Crossing {
+    PacketPtr packet;
+    int64_t arrival_ns;
+    bool delayed;
+  };
+  std::vector<Crossing> crossing_;
   LinkCounters counters_;
 };
 

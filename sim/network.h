@@ -1,16 +1,30 @@
-// sim/network.h: a built simulated network: the simulator, the packet
-// pool, every node and link, and where each job's workers and PS are.
+// sim/network.h: a built simulated network: the simulators, the packet
+// pools, every node and link, and where each job's workers and PS are.
 // Built by BuildNetwork (topology.h); owns everything it holds.
+//
+// Partitions: a network has one partition, or two (TopologyConfig::
+// partitions), each a Simulator and a PacketPool with the nodes that use
+// them. RunUntil runs two partitions on two threads in windows of simulated
+// time shorter than the delay of the links between them (the only contact
+// between partitions: Link::Cross hands their frames over between windows),
+// so neither can receive a frame sent in the window it is running. The run
+// is deterministic (the same windows, the same handovers in link order,
+// whatever the threads' speed), but events at the same nanosecond on both
+// sides of a crossing link can run in another order than with one partition.
 //
 //   ATP_ASSIGN_OR_RETURN(std::unique_ptr<Network> net, BuildNetwork(config));
 //   for (Link* l : net->LinksOfKind(LinkKind::kTorToCore)) l->AddFilter(...);
-//   net->sim().RunUntil(deadline);
+//   net->RunUntil(deadline);
 #ifndef ATP_SIM_NETWORK_H_
 #define ATP_SIM_NETWORK_H_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lib/protocol/job_shape.h"
@@ -50,8 +64,33 @@ class Network {
   Network& operator=(const Network&) = delete;
   ~Network();
 
-  Simulator& sim() { return sim_; }
-  PacketPool& pool() { return pool_; }
+  // sim, pool: partition `partition`'s (a single-partition network's only
+  // ones by default).
+  Simulator& sim(int partition = 0) { return *sims_[static_cast<size_t>(partition)]; }
+  PacketPool& pool(int partition = 0) { return *pools_[static_cast<size_t>(partition)]; }
+  int partitions() const { return static_cast<int>(sims_.size()); }
+
+  // RunUntil: runs every partition through `deadline` (Simulator::RunUntil);
+  // returns the events processed. With two partitions a RequestStop takes
+  // effect at the end of the window it was made in.
+  uint64_t RunUntil(TimePoint deadline);
+  // RequestStop: from inside an Act: makes RunUntil return (at once with
+  // one partition, as Simulator::Stop; at the window's end with two).
+  void RequestStop();
+  // At: with two partitions, runs `action` at `time` between windows, both
+  // partitions stopped and their clocks at `time`, before any event due at
+  // `time` (actions at one time in the order given). It may touch any node.
+  // A single-partition network has no windows: use an Alarm.
+  void At(TimePoint time, std::function<void()> action);
+  // Now: the clock (every partition's, between RunUntil calls).
+  TimePoint Now() const { return sims_.front()->Now(); }
+  uint64_t events_processed() const;
+  // packets_outstanding: packets handed out by every partition's pool.
+  uint64_t packets_outstanding() const;
+  // windows: with two partitions, the windows run so far, and of those the
+  // ones run on both threads (the others were too quiet to be worth it).
+  uint64_t windows() const { return windows_; }
+  uint64_t windows_on_two_threads() const { return windows_on_two_threads_; }
 
   size_t job_count() const { return jobs_.size(); }
   const JobNodes& job(size_t index) const { return jobs_[index]; }
@@ -83,11 +122,19 @@ class Network {
   std::vector<std::unique_ptr<PsNode>>& mutable_ps() { return ps_nodes_; }
   std::vector<JobNodes>& mutable_jobs() { return jobs_; }
   void set_ps_rack(int rack) { ps_rack_ = rack; }
+  // SetPartitions: 1 or 2; before the first node is made.
+  void SetPartitions(int partitions);
 
  private:
+  // RunWindows: RunUntil with two partitions.
+  uint64_t RunWindows(TimePoint deadline);
+  // PartitionLoop: the second partition's thread: runs each window it is
+  // given until the network goes away.
+  void PartitionLoop();
+
   // Declared first: destroyed last, after everything that refers to them.
-  Simulator sim_;
-  PacketPool pool_;
+  std::vector<std::unique_ptr<Simulator>> sims_;
+  std::vector<std::unique_ptr<PacketPool>> pools_;
   std::vector<std::unique_ptr<Link>> links_;
   std::vector<LinkKind> link_kinds_;
   std::vector<std::unique_ptr<AtpSwitchNode>> tors_;
@@ -96,6 +143,28 @@ class Network {
   std::vector<std::unique_ptr<PsNode>> ps_nodes_;
   std::vector<JobNodes> jobs_;
   int ps_rack_ = 0;
+
+  // Two partitions: the links between them, the shortest time a frame takes
+  // over one (ns: the window), and the second partition's thread. The main
+  // thread publishes a window by storing its end and bumping window_; the
+  // thread runs partition 1 to that end and stores the same number in
+  // finished_ (both waited on with atomic wait/notify: they sleep, not spin).
+  std::vector<Link*> crossing_links_;
+  int64_t window_ns_ = 0;
+  std::multimap<TimePoint, std::function<void()>> actions_;  // At, by time
+  std::atomic<bool> stop_requested_{false};
+  int64_t window_end_ns_ = 0;
+  std::atomic<uint64_t> window_{0};
+  std::atomic<uint64_t> finished_{0};
+  uint64_t partition_events_ = 0;  // partition 1's, of the last window
+  // Events of the last window, both partitions: below kEventsForTwoThreads
+  // the next window runs on this thread alone.
+  static constexpr uint64_t kEventsForTwoThreads = 128;
+  uint64_t last_window_events_ = 0;
+  uint64_t windows_ = 0;
+  uint64_t windows_on_two_threads_ = 0;
+  bool quit_ = false;
+  std::thread partition_thread_;
 };
 
 }  // namespace atp::sim

@@ -27,6 +27,10 @@ class Node : public PacketReceiver {
   Link* port(int i) const { return ports_[static_cast<size_t>(i)]; }
   int port_count() const { return static_cast<int>(ports_.size()); }
   const std::string& name() const { return name_; }
+  // partition: which of the network's partitions (Simulator and pool) the
+  // node lives in (network.h); set by the builder before it is connected.
+  int partition() const { return partition_; }
+  void set_partition(int partition) { partition_ = partition; }
 
  protected:
   // SendToPorts: sends `packet` out of every port in `ports` except
@@ -49,6 +53,7 @@ class Node : public PacketReceiver {
  private:
   std::string name_;
   std::vector<Link*> ports_;
+  int partition_ = 0;
 };
 
 }  // namespace atp::sim

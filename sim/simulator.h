@@ -100,6 +100,13 @@ class Simulator {
   // NextEventTime: when the next pending event is due (Infinite if none).
   TimePoint NextEventTime();
 
+  // AdvanceClock: sets the clock to `time` (if later) without running
+  // anything: for a caller between runs that knows no event is due before
+  // `time` (Network's actions between windows).
+  void AdvanceClock(TimePoint time) {
+    if (time > now_) now_ = time;
+  }
+
   // events_processed: every Act called since construction.
   uint64_t events_processed() const { return events_processed_; }
   // pending_events: entries in the queue, cancelled ones included.

@@ -17,8 +17,9 @@
 //   ...                    // simulate; the helper fills next_input meanwhile
 //   tasks.Wait(next);      // runs it here if the helper has not started it
 //
-// Thread safety: Post, Wait and Cancel are for one thread (the simulation's);
-// the helper only runs tasks.
+// Thread safety: Post, Wait and Cancel may be called from several threads
+// (the two partitions' threads of a network, sim/network.h), each waiting
+// for or cancelling only tickets it posted; the helper only runs tasks.
 #ifndef ATP_SIM_TASK_THREAD_H_
 #define ATP_SIM_TASK_THREAD_H_
 
@@ -74,7 +75,7 @@ class TaskThread {
   std::mutex mutex_;
   std::condition_variable changed_;  // a task finished, was posted, or stop
   std::deque<Task> queued_;          // in ticket order
-  std::vector<Ticket> running_;      // at most two: the helper's and the caller's
+  std::vector<Ticket> running_;      // one per thread running a task
   Ticket next_ticket_ = 1;
   bool stopping_ = false;
   std::thread helper_;  // last: started once everything above exists

@@ -29,6 +29,12 @@ absl::Status Validate(const TopologyConfig& config) {
     return Invalid("worker_racks", absl::StrCat(config.worker_racks, " is not in 1..32"));
   }
   if (config.jobs.empty()) return Invalid("jobs", "at least one job is needed");
+  if (config.partitions != 1 && config.partitions != 2) {
+    return Invalid("partitions", absl::StrCat(config.partitions, " is neither 1 nor 2"));
+  }
+  if (config.partitions == 2 && config.fabric_link.propagation_delay <= TimeDelta::Zero()) {
+    return Invalid("partitions", "2 need fabric links with a propagation delay (the window)");
+  }
   if (config.queues < 1 || config.queues > static_cast<uint32_t>(wire::kMaxQueues)) {
     return Invalid("queues", absl::StrCat(config.queues, " is not in 1..16"));
   }
@@ -151,16 +157,27 @@ std::vector<int> SpreadEvenly(int workers, int racks) {
 absl::StatusOr<std::unique_ptr<Network>> BuildNetwork(const TopologyConfig& config) {
   ATP_RETURN_IF_ERROR(Validate(config));
   const Plan plan = MakePlan(config);
+  if (config.partitions == 2 && plan.racks < 2) {
+    return Invalid("partitions", "2 need two or more racks (a core between them)");
+  }
   auto net = std::make_unique<Network>();
+  net->SetPartitions(config.partitions);
   net->set_ps_rack(plan.ps_rack);
+  // PartitionOf: rack -> partition (see TopologyConfig::partitions).
+  const int first_half = (config.worker_racks + 1) / 2;
+  auto partition_of = [&](int rack) {
+    return config.partitions == 2 && rack >= first_half ? 1 : 0;
+  };
   const TimeDelta scan_period = config.switches.orphan_timeout / 4;
 
   for (int p = 0; p < plan.racks; ++p) {
     ATP_ASSIGN_OR_RETURN(SwitchPipeline pipeline,
                          MakePipeline(config, plan.tor_jobs[static_cast<size_t>(p)], p));
+    const int part = partition_of(p);
     net->mutable_tors().push_back(std::make_unique<AtpSwitchNode>(
-        absl::StrCat("tor", p), &net->sim(), &net->pool(), std::move(pipeline), scan_period,
+        absl::StrCat("tor", p), &net->sim(part), &net->pool(part), std::move(pipeline), scan_period,
         config.switches.ecn_threshold, config.base_port));
+    net->mutable_tors().back()->set_partition(part);
   }
   if (plan.racks > 1) {
     // The core aggregates no job: the switch host with an empty job table,
@@ -185,6 +202,7 @@ absl::StatusOr<std::unique_ptr<Network>> BuildNetwork(const TopologyConfig& conf
     nodes.racks = plan.shape_racks[j];
     nodes.start_time = config.jobs[j].start_time;
 
+    const int ps_part = partition_of(plan.ps_rack);
     const int ps_host = hosts_in_rack[static_cast<size_t>(plan.ps_rack)]++;
     const uint32_t ps_ip = HostIp(plan.ps_rack, ps_host);
     ps::PsConfig ps_config;
@@ -195,11 +213,11 @@ absl::StatusOr<std::unique_ptr<Network>> BuildNetwork(const TopologyConfig& conf
                                    : config.worker.max_rto.IsInfinite()
                                          ? TimeDelta::Infinite()
                                          : config.worker.max_rto * 2;
-    ATP_ASSIGN_OR_RETURN(
-        std::unique_ptr<PsNode> ps,
-        PsNode::Create(absl::StrCat("ps", +shape.job), &net->sim(), &net->pool(),
-                       std::move(ps_config), ps_ip, config.base_port,
-                       config.ps_model.packet_service));
+    ATP_ASSIGN_OR_RETURN(std::unique_ptr<PsNode> ps,
+                         PsNode::Create(absl::StrCat("ps", +shape.job), &net->sim(ps_part),
+                                        &net->pool(ps_part), std::move(ps_config), ps_ip,
+                                        config.base_port, config.ps_model.packet_service));
+    ps->set_partition(ps_part);
     AtpSwitchNode* ps_tor = net->tor(plan.ps_rack);
     LinkConfig ps_link = config.host_link;
     if (config.ps_model.link_bps > 0) ps_link.bandwidth_bps = config.ps_model.link_bps;
@@ -227,8 +245,9 @@ absl::StatusOr<std::unique_ptr<Network>> BuildNetwork(const TopologyConfig& conf
         wc.base_port = config.base_port;
         ATP_ASSIGN_OR_RETURN(
             std::unique_ptr<WorkerNode> worker,
-            WorkerNode::Create(absl::StrCat("w", +shape.job, ".", r, ".", w), &net->sim(),
-                               &net->pool(), wc));
+            WorkerNode::Create(absl::StrCat("w", +shape.job, ".", r, ".", w),
+                               &net->sim(partition_of(p)), &net->pool(partition_of(p)), wc));
+        worker->set_partition(partition_of(p));
         const int tor_port = net->Connect(worker.get(), tor, config.host_link,
                                           LinkKind::kWorkerToTor, config.host_link,
                                           LinkKind::kTorToWorker)

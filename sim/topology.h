@@ -102,6 +102,11 @@ struct TopologyConfig {
   worker::WorkerQueueConfig worker;
   uint32_t queues = 1;  // per worker, 1..16
   uint16_t base_port = wire::kDefaultBasePort;
+  // partitions: 1, or 2 to simulate the network on two threads (network.h):
+  // the first half of the worker racks (rounded up) and the core in one,
+  // the other racks (the PS's included) in the other. Two need a core (two
+  // or more physical racks) and fabric links with a delay (the window).
+  int partitions = 1;
 };
 
 // SpreadEvenly: `workers` over `racks` racks, as even as possible (the first

@@ -83,6 +83,8 @@ class WorkerNode : public Node, public Actor {
   // and starts nothing.
   void Kill();
   bool dead() const { return dead_; }
+  // sim: the clock of the node's partition.
+  Simulator* sim() const { return sim_; }
 
   uint8_t job() const { return config_.engine.shape.job; }
   int rack() const { return config_.engine.rack; }

@@ -57,6 +57,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "atp-sim: %s\n", std::string(visibility_options.status().message()).c_str());
     return kExitUsage;
   }
+  if (!visibility_options->pcap.empty() || !visibility_options->plot.empty()) {
+    // Captures and plots read links and switches of both halves as the run
+    // goes: one thread.
+    if (options->partitions_chosen && options->experiment.topology.partitions == 2) {
+      std::fprintf(stderr, "atp-sim: --partitions=2 does not go with --pcap or --plot\n");
+      return kExitUsage;
+    }
+    options->experiment.topology.partitions = 1;
+  }
   if (!options->scenario.empty() && !visibility_options->pcap.empty()) {
     std::fprintf(stderr, "atp-sim: --pcap records one experiment, not a --scenario\n");
     return kExitUsage;

@@ -82,6 +82,11 @@ ABSL_FLAG(double, ps_packet_ns, 0,
           "(0..1e9; 0: free, the default). Also with --scenario.");
 ABSL_FLAG(double, time_limit_ms, 60000.0,
           "Simulated time after which unfinished jobs are reported as not completed.");
+ABSL_FLAG(int, partitions, 0,
+          "Threads that simulate the network, 1 or 2: with 2, half the worker racks and the "
+          "core on one, the other racks and the PS on the other (deterministic, but events at "
+          "the same nanosecond may run in another order than with 1). 0: 2 when there are two "
+          "or more racks, links have a delay and no --pcap or --plot is asked for, else 1.");
 ABSL_FLAG(bool, input_thread, true,
           "Make the workers' inputs and their exact sums on a second thread, one iteration "
           "ahead (the first before the run starts). Same results either way.");
@@ -194,11 +199,36 @@ absl::StatusOr<Options> OptionsFromFlags() {
   } else {
     // A scenario sets up its own runs: these flags would be ignored.
     ATP_RETURN_IF_ERROR(tool::RefuseGiven(
-        {"workers", "racks", "jobs", "aggregators", "loss", "tensor_mb", "iterations",
-         "allocation", "cc", "queues", "link_gbps", "delay_us", "queue_frames", "ecn_threshold",
-         "levels", "index", "placement", "slots", "window", "orphan_timeout_ms", "reorder",
-         "reorder_delay_us", "duplicate", "corrupt", "overflow_every", "jitter_us", "sample_us",
-         "time_limit_ms", "input_thread"},
+        {"workers",
+         "racks",
+         "jobs",
+         "aggregators",
+         "loss",
+         "tensor_mb",
+         "iterations",
+         "allocation",
+         "cc",
+         "queues",
+         "link_gbps",
+         "delay_us",
+         "queue_frames",
+         "ecn_threshold",
+         "levels",
+         "index",
+         "placement",
+         "slots",
+         "window",
+         "orphan_timeout_ms",
+         "reorder",
+         "reorder_delay_us",
+         "duplicate",
+         "corrupt",
+         "overflow_every",
+         "jitter_us",
+         "sample_us",
+         "time_limit_ms",
+         "input_thread",
+         "partitions"},
         "not with --scenario (a scenario sets up its own runs; only --scale, --seed, --json, "
         "--plot, --ps_link_gbps and --ps_packet_ns apply)"));
     bool known = false;
@@ -381,6 +411,25 @@ absl::StatusOr<Options> OptionsFromFlags() {
                        Duration("sample_us", absl::GetFlag(FLAGS_sample_us), 1e3, 0,
                                 /*min_exclusive=*/false));
   config.input_thread = absl::GetFlag(FLAGS_input_thread);
+  const int partitions = absl::GetFlag(FLAGS_partitions);
+  if (partitions < 0 || partitions > 2) {
+    return Bad("partitions", absl::StrCat(partitions, " is not 0, 1 or 2"));
+  }
+  options.partitions_chosen = partitions != 0;
+  config.topology.partitions =
+      partitions != 0
+          ? partitions
+          : (racks >= 2 && config.topology.fabric_link.propagation_delay > TimeDelta::Zero() ? 2
+                                                                                             : 1);
+  if (config.topology.partitions == 2 && racks < 2) {
+    return Bad("partitions", "2 need --racks >= 2 (the core is where the network is split)");
+  }
+  if (config.topology.partitions == 2 &&
+      config.topology.fabric_link.propagation_delay <= TimeDelta::Zero()) {
+    return Bad("partitions",
+               "2 need --delay_us > 0 (the delay between the halves is the "
+               "time they may run apart)");
+  }
   ATP_ASSIGN_OR_RETURN(config.time_limit,
                        Duration("time_limit_ms", absl::GetFlag(FLAGS_time_limit_ms), 1e6, 0,
                                 /*min_exclusive=*/true));

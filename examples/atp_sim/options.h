@@ -22,6 +22,9 @@ struct Options {
   // empty = run `experiment`.
   std::string scenario;
   Scale scale = Scale::kFull;
+  // partitions_chosen: --partitions was given (not 0, the automatic choice,
+  // which --pcap and --plot bring down to 1).
+  bool partitions_chosen = false;
 };
 
 // OptionsFromFlags: reads the parsed flags; InvalidArgumentError names the

@@ -63,9 +63,10 @@ std::string FormatTable(const sim::ExperimentConfig& config, const sim::Experime
       result.filter_drops, result.endpoint_decode_errors, result.switch_malformed);
   absl::StrAppendFormat(&out,
                         "speed: %.2f million frames/s of wall time (%.3f s), %.2f million/s of "
-                        "CPU time (%.3f s)\n",
+                        "CPU time (%.3f s, all threads); %d partition(s)%s\n",
                         performance.frames_per_wall_second / 1e6, performance.wall_seconds,
-                        performance.frames_per_cpu_second / 1e6, performance.cpu_seconds);
+                        performance.frames_per_cpu_second / 1e6, performance.cpu_seconds,
+                        topo.partitions, config.input_thread ? ", inputs on their own thread" : "");
   size_t checked = 0;
   for (const sim::JobResult& job : result.jobs) checked += job.results_checked;
   absl::StrAppendFormat(&out, "%s: %zu results checked against the exact sum%s\n",
@@ -91,11 +92,13 @@ std::string FormatJson(const sim::ExperimentConfig& config, const sim::Experimen
       {"tensor_values", config.workload.values},
       {"iterations", config.workload.iterations},
       {"queues", topo.queues},
-      {"cc", topo.worker.congestion_control == worker::CongestionController::Mode::kAimd ? "on"
-                                                                                         : "off"},
+      {"cc",
+       topo.worker.congestion_control == worker::CongestionController::Mode::kAimd ? "on" : "off"},
       {"seed", config.seed},
-      {"ps_link_gbps", (topo.ps_model.link_bps > 0 ? topo.ps_model.link_bps
-                                                   : topo.host_link.bandwidth_bps) / 1e9},
+      {"partitions", topo.partitions},
+      {"input_thread", config.input_thread},
+      {"ps_link_gbps",
+       (topo.ps_model.link_bps > 0 ? topo.ps_model.link_bps : topo.host_link.bandwidth_bps) / 1e9},
       {"ps_packet_ns", topo.ps_model.packet_service.ToNanoseconds()},
   };
   json jobs = json::array();

@@ -206,6 +206,103 @@ TEST(EndToEndTest, UnfinishedRunWithInputThreadTearsDownCleanly) {
   EXPECT_FALSE(result.jobs[0].completed);
 }
 
+// Two partitions (sim/network.h): the network simulated on two threads in
+// windows is exact, and gives the same bits on every run, with loss,
+// reordering and duplicates on every link, two jobs across both halves,
+// fragments on the float path, jittered starts and goodput samples (taken
+// between windows).
+ExperimentConfig TwoPartitionConfig() {
+  ExperimentConfig config;
+  config.topology.worker_racks = 4;
+  config.topology.partitions = 2;
+  config.topology.jobs.push_back(JobPlacement{.job = 1, .workers_per_rack = {2, 1, 2, 1}});
+  config.topology.jobs.push_back(JobPlacement{.job = 2, .workers_per_rack = {1, 1, 1, 1}});
+  config.workload.values = 62 * 600 + 3;
+  config.workload.iterations = 3;
+  config.workload.overflow_every = 7;
+  config.workload.start_jitter = TimeDelta::FromMicroseconds(20);
+  config.impairments.loss = 0.002;
+  config.impairments.reorder = 0.002;
+  config.impairments.duplicate = 0.002;
+  config.sample_interval = TimeDelta::FromMicroseconds(50);
+  config.seed = 5;
+  return config;
+}
+
+TEST(EndToEndTest, TwoPartitionsAreExactAndTheSameEveryRun) {
+  const ExperimentConfig config = TwoPartitionConfig();
+  auto experiment = Experiment::Create(config);
+  ASSERT_TRUE(experiment.ok()) << experiment.status();
+  const ExperimentResult a = (*experiment)->Run();
+  // Busy windows ran on both threads, quiet ones on one.
+  const Network& net = (*experiment)->network();
+  EXPECT_GT(net.windows_on_two_threads(), 0u);
+  EXPECT_LT(net.windows_on_two_threads(), net.windows());
+  const ExperimentResult b = RunOrDie(config);
+  EXPECT_TRUE(a.completed);
+  EXPECT_TRUE(a.exact);
+  ASSERT_EQ(a.jobs.size(), 2u);
+  EXPECT_EQ(a.jobs[0].results_checked, 18u);
+  EXPECT_EQ(a.jobs[1].results_checked, 12u);
+  EXPECT_GT(a.jobs[0].overflows, 0u);
+  EXPECT_GT(a.filter_drops, 0u);
+  EXPECT_FALSE(a.jobs[0].goodput_series_gbps.empty());
+  EXPECT_EQ(a.packets_outstanding_at_end, 0u);
+  ExpectIdentical(a, b);
+}
+
+// Experiment::At and KillWorker with two partitions run between windows,
+// with every clock at their time: a worker of the second half dies, its job
+// cannot finish, the other job does, and the run ends as with one partition.
+TEST(EndToEndTest, TwoPartitionsRunActionsBetweenWindowsAtTheirTime) {
+  ExperimentConfig config = TwoPartitionConfig();
+  config.impairments = {};
+  config.sample_interval = TimeDelta::Zero();
+  const TimePoint kill = TimePoint::FromNanoseconds(30'000);
+  auto run = [&](std::vector<int64_t>* seen_ns) {
+    auto experiment = Experiment::Create(config);
+    EXPECT_TRUE(experiment.ok()) << experiment.status();
+    if (!experiment.ok()) return ExperimentResult{};
+    Experiment& e = **experiment;
+    EXPECT_EQ(e.network().partitions(), 2);
+    // Worker 5 of job 1 is in rack 3: the second partition.
+    EXPECT_EQ(e.network().job(0).workers[5]->partition(), 1);
+    e.At(kill, [&e, seen_ns] {
+      seen_ns->push_back(e.network().sim(0).Now().ToNanoseconds());
+      seen_ns->push_back(e.network().sim(1).Now().ToNanoseconds());
+    });
+    e.KillWorker(/*job=*/0, /*worker=*/5, kill);
+    return e.Run();
+  };
+  std::vector<int64_t> seen_a;
+  std::vector<int64_t> seen_b;
+  const ExperimentResult a = run(&seen_a);
+  const ExperimentResult b = run(&seen_b);
+  EXPECT_EQ(seen_a, (std::vector<int64_t>{30'000, 30'000}));
+  ASSERT_EQ(a.jobs.size(), 2u);
+  EXPECT_FALSE(a.jobs[0].completed);
+  EXPECT_TRUE(a.jobs[1].completed);
+  EXPECT_TRUE(a.jobs[1].exact);
+  ExpectIdentical(a, b);
+}
+
+TEST(EndToEndTest, TwoPartitionsNeedACoreAndALinkDelay) {
+  ExperimentConfig config = Config(1, {4}, 62 * 10, 1);
+  config.topology.partitions = 2;
+  auto one_rack = Experiment::Create(config);
+  ASSERT_FALSE(one_rack.ok());
+  EXPECT_NE(one_rack.status().message().find("partitions"), std::string_view::npos);
+  config = Config(2, {2, 2}, 62 * 10, 1);
+  config.topology.partitions = 2;
+  config.topology.fabric_link.propagation_delay = TimeDelta::Zero();
+  EXPECT_FALSE(Experiment::Create(config).ok());
+  config.topology.partitions = 3;
+  config.topology.fabric_link.propagation_delay = TimeDelta::FromMicroseconds(1);
+  EXPECT_FALSE(Experiment::Create(config).ok());
+  config.topology.partitions = 2;
+  EXPECT_TRUE(Experiment::Create(config).ok());
+}
+
 // The PS model (TopologyConfig::ps_model): a slow PS link and a per-frame
 // service time keep runs bit-identical under one seed, and cost what they
 // should: with no in-network aggregation every frame reaches the PS, so the

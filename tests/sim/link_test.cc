@@ -2,7 +2,10 @@
 // and the depth the switch sees for ECN (sim/link.h).
 #include "sim/link.h"
 
+#include <memory>
+
 #include "gtest/gtest.h"
+#include "sim/mangling_filters.h"
 #include "tests/sim/sim_test_util.h"
 
 namespace atp::sim {
@@ -133,6 +136,73 @@ TEST(LinkTest, DestroyingALinkWithFramesInFlightReturnsThemToThePool) {
   }
   EXPECT_EQ(pool.outstanding(), 0u);
   EXPECT_EQ(sim.NextEventTime(), TimePoint::Infinite());
+}
+
+// A link into another partition (network.h): frames sent on the sender's
+// clock wait until Cross, then arrive on the receiver's clock at the same
+// times as over a link within one partition, in order, through the
+// receiver's pool; a delayed duplicate keeps its extra delay.
+TEST(LinkTest, FramesIntoAnotherPartitionArriveAfterCrossAtTheirTimes) {
+  Simulator tx_sim;
+  Simulator rx_sim;
+  PacketPool tx_pool;
+  PacketPool rx_pool;
+  Link link(&tx_sim, &tx_pool, &rx_sim, &rx_pool, TenGig(), "l");
+  EXPECT_TRUE(link.crosses_partitions());
+  Collector sink;
+  link.Connect(&sink, 3);
+  for (uint32_t i = 0; i < 5; ++i) link.Send(MakeFrame(tx_pool, i));
+  EXPECT_EQ(link.QueueDepth(), 5u);  // the sender's side, on the sender's clock
+  EXPECT_EQ(rx_sim.pending_events(), 0u);
+  EXPECT_EQ(tx_sim.pending_events(), 0u);  // the sender schedules nothing
+  rx_sim.RunUntilIdle();
+  EXPECT_TRUE(sink.arrivals.empty());  // not handed over yet
+
+  link.Cross();
+  EXPECT_EQ(tx_pool.outstanding(), 0u);  // the sender's copies went back
+  EXPECT_EQ(rx_pool.outstanding(), 5u);
+  rx_sim.RunUntilIdle();
+  ASSERT_EQ(sink.arrivals.size(), 5u);
+  for (uint32_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(sink.arrivals[i].position, i);
+    EXPECT_EQ(sink.arrivals[i].time_ns, (i + 1) * kFrameNsAt10G + 2000);
+    EXPECT_EQ(sink.arrivals[i].port, 3);
+  }
+  EXPECT_EQ(link.counters().sent, 5u);
+  EXPECT_EQ(link.counters().delivered, 5u);
+  EXPECT_EQ(rx_pool.outstanding(), 0u);  // Collector released them
+
+  // A duplicate delayed by a filter: both copies arrive late, in the
+  // receiver's partition.
+  link.AddFilter(std::make_unique<DuplicateFilter>(1.0, /*seed=*/1));
+  link.AddFilter(std::make_unique<ReorderFilter>(1.0, TimeDelta::FromMicroseconds(5), /*seed=*/2));
+  link.Send(MakeFrame(tx_pool, 9));
+  link.Cross();
+  rx_sim.RunUntilIdle();
+  ASSERT_EQ(sink.arrivals.size(), 7u);
+  EXPECT_EQ(sink.arrivals[5].position, 9u);
+  EXPECT_EQ(sink.arrivals[6].position, 9u);
+  EXPECT_GT(sink.arrivals[5].time_ns, 6 * kFrameNsAt10G + 2000);
+  EXPECT_EQ(link.counters().duplicates, 1u);
+  EXPECT_EQ(tx_pool.outstanding(), 0u);
+  EXPECT_EQ(rx_pool.outstanding(), 0u);
+}
+
+// Cross on a link within one partition does nothing: frames are scheduled
+// as they are sent.
+TEST(LinkTest, CrossIsANoOpWithinAPartition) {
+  Simulator sim;
+  PacketPool pool;
+  Link link(&sim, &pool, TenGig(), "l");
+  EXPECT_FALSE(link.crosses_partitions());
+  Collector sink;
+  link.Connect(&sink, 0);
+  link.Send(MakeFrame(pool, 1));
+  EXPECT_EQ(sim.pending_events(), 1u);
+  link.Cross();
+  EXPECT_EQ(sim.pending_events(), 1u);
+  sim.RunUntilIdle();
+  EXPECT_EQ(sink.arrivals.size(), 1u);
 }
 
 }  // namespace
