@@ -199,36 +199,13 @@ absl::StatusOr<Options> OptionsFromFlags() {
   } else {
     // A scenario sets up its own runs: these flags would be ignored.
     ATP_RETURN_IF_ERROR(tool::RefuseGiven(
-        {"workers",
-         "racks",
-         "jobs",
-         "aggregators",
-         "loss",
-         "tensor_mb",
-         "iterations",
-         "allocation",
-         "cc",
-         "queues",
-         "link_gbps",
-         "delay_us",
-         "queue_frames",
-         "ecn_threshold",
-         "levels",
-         "index",
-         "placement",
-         "slots",
-         "window",
-         "orphan_timeout_ms",
-         "reorder",
-         "reorder_delay_us",
-         "duplicate",
-         "corrupt",
-         "overflow_every",
-         "jitter_us",
-         "sample_us",
-         "time_limit_ms",
-         "input_thread",
-         "partitions"},
+        // clang-format off
+        {"workers", "racks", "jobs", "aggregators", "loss", "tensor_mb", "iterations",
+         "allocation", "cc", "queues", "link_gbps", "delay_us", "queue_frames", "ecn_threshold",
+         "levels", "index", "placement", "slots", "window", "orphan_timeout_ms", "reorder",
+         "reorder_delay_us", "duplicate", "corrupt", "overflow_every", "jitter_us", "sample_us",
+         "time_limit_ms", "input_thread", "partitions"},
+        // clang-format on
         "not with --scenario (a scenario sets up its own runs; only --scale, --seed, --json, "
         "--plot, --ps_link_gbps and --ps_packet_ns apply)"));
     bool known = false;
@@ -416,19 +393,15 @@ absl::StatusOr<Options> OptionsFromFlags() {
     return Bad("partitions", absl::StrCat(partitions, " is not 0, 1 or 2"));
   }
   options.partitions_chosen = partitions != 0;
-  config.topology.partitions =
-      partitions != 0
-          ? partitions
-          : (racks >= 2 && config.topology.fabric_link.propagation_delay > TimeDelta::Zero() ? 2
-                                                                                             : 1);
+  const bool has_delay = config.topology.fabric_link.propagation_delay > TimeDelta::Zero();
+  config.topology.partitions = partitions != 0 ? partitions : (racks >= 2 && has_delay ? 2 : 1);
   if (config.topology.partitions == 2 && racks < 2) {
     return Bad("partitions", "2 need --racks >= 2 (the core is where the network is split)");
   }
-  if (config.topology.partitions == 2 &&
-      config.topology.fabric_link.propagation_delay <= TimeDelta::Zero()) {
+  if (config.topology.partitions == 2 && !has_delay) {
     return Bad("partitions",
-               "2 need --delay_us > 0 (the delay between the halves is the "
-               "time they may run apart)");
+               "2 need --delay_us > 0 (the delay between the halves is the time they may run "
+               "apart)");
   }
   ATP_ASSIGN_OR_RETURN(config.time_limit,
                        Duration("time_limit_ms", absl::GetFlag(FLAGS_time_limit_ms), 1e6, 0,
