@@ -63,7 +63,8 @@ std::string Describe(const ExperimentConfig& c) {
                       " levels=", static_cast<int>(t.aggregation),
                       " cc=", static_cast<int>(t.worker.congestion_control),
                       " values=", c.workload.values, " overflow_every=", c.workload.overflow_every,
-                      " duplicate=", c.impairments.duplicate, " seed=", c.seed);
+                      " duplicate=", c.impairments.duplicate, " partitions=", t.partitions,
+                      " seed=", c.seed);
 }
 
 // ExpectFinishesExactly: the run completes within kBound, every result exact.
@@ -148,7 +149,8 @@ TEST(LivenessTest, SeveralJobsOnOneBottleneckFinish) {
 
 // A seeded random sweep over the knobs that shape tail drops: racks, workers,
 // jobs, queue sizes, windows, slots, aggregators, aggregation levels, CC,
-// the float path and duplication. Deterministic: the same list every run.
+// the float path and duplication, on one thread or two (partitions).
+// Deterministic: the same list every run.
 TEST(LivenessTest, RandomSweepOfLosslessConfigurationsFinishes) {
   constexpr int kRuns = 40;
   Random random(20261201);
@@ -177,6 +179,9 @@ TEST(LivenessTest, RandomSweepOfLosslessConfigurationsFinishes) {
     config.workload.overflow_every = overflow_choices[random.Below(5)];
     const double duplicate_choices[] = {0.0, 0.0, 0.1, 0.5};
     config.impairments.duplicate = duplicate_choices[random.Below(4)];
+    // Every other multi-rack run on two threads (sim/network.h), without a
+    // draw, so the sweep's configurations stay the ones they were.
+    if (shape.racks >= 2 && run % 2 == 0) config.topology.partitions = 2;
     SCOPED_TRACE(absl::StrCat("sweep run ", run));
     ExpectFinishesExactly(config);
   }
