@@ -59,7 +59,6 @@ Experiment::~Experiment() {
     for (int p = 0; p < network_->partitions(); ++p) network_->sim(p).Clear();
   }
   sampler_.reset();
-  alarms_.clear();
   drivers_.clear();
   tasks_.reset();
   network_.reset();
@@ -101,14 +100,7 @@ void Experiment::AttachImpairments() {
 }
 
 void Experiment::At(TimePoint time, std::function<void()> action) {
-  if (network_->partitions() > 1) {
-    network_->At(time, std::move(action));
-    return;
-  }
-  auto alarm = std::make_unique<Alarm>(&network_->sim(),
-                                       [action = std::move(action)](TimePoint) { action(); });
-  alarm->Set(time);
-  alarms_.push_back(std::move(alarm));
+  network_->At(time, std::move(action));
 }
 
 void Experiment::KillWorker(size_t job, size_t worker, TimePoint time) {

@@ -118,9 +118,8 @@ class Experiment {
   // state, schedule faults with At) before Run.
   Network& network() { return *network_; }
 
-  // At: runs `action` at simulated time `time` during Run. With two
-  // partitions (TopologyConfig::partitions) it runs between windows, both
-  // partitions stopped at `time` (Network::At), so it may touch any node.
+  // At: runs `action` at simulated time `time` during Run (Network::At:
+  // with two partitions, between windows; it may touch any node).
   void At(TimePoint time, std::function<void()> action);
 
   // KillWorker: at `time` (as At), worker `worker` (worker order) of job
@@ -148,7 +147,6 @@ class Experiment {
   std::unique_ptr<TaskThread> tasks_;
   std::vector<std::unique_ptr<JobDriver>> drivers_;
   std::vector<bool> job_has_dead_worker_;
-  std::vector<std::unique_ptr<Alarm>> alarms_;
   std::unique_ptr<Alarm> sampler_;
   bool sampling_ = false;  // until the run's end (the settle samples nothing)
   std::vector<uint64_t> last_sample_fragments_;

@@ -44,9 +44,10 @@ Network::~Network() {
     window_.notify_one();
     partition_thread_.join();
   }
-  // Nodes and links unschedule themselves as they go; with the queues empty
-  // that costs nothing.
+  // Nodes, links and alarms unschedule themselves as they go; with the
+  // queues empty that costs nothing.
   for (auto& sim : sims_) sim->Clear();
+  alarms_.clear();
   workers_.clear();
   ps_nodes_.clear();
   tors_.clear();
@@ -133,6 +134,12 @@ void Network::RequestStop() {
 }
 
 void Network::At(TimePoint time, std::function<void()> action) {
+  if (sims_.size() == 1) {
+    alarms_.push_back(std::make_unique<Alarm>(
+        sims_.front().get(), [action = std::move(action)](TimePoint) { action(); }));
+    alarms_.back()->Set(time);
+    return;
+  }
   actions_.emplace(time, std::move(action));  // after the others at `time`
 }
 

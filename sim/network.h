@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "lib/protocol/job_shape.h"
+#include "sim/alarm.h"
 #include "sim/atp_switch_node.h"
 #include "sim/link.h"
 #include "sim/packet.h"
@@ -59,7 +60,8 @@ struct JobNodes {
 
 class Network {
  public:
-  Network() = default;
+  // One partition until SetPartitions says otherwise.
+  Network() { SetPartitions(1); }
   Network(const Network&) = delete;
   Network& operator=(const Network&) = delete;
   ~Network();
@@ -77,10 +79,11 @@ class Network {
   // RequestStop: from inside an Act: makes RunUntil return (at once with
   // one partition, as Simulator::Stop; at the window's end with two).
   void RequestStop();
-  // At: with two partitions, runs `action` at `time` between windows, both
+  // At: runs `action` at simulated time `time` during RunUntil; it may
+  // touch any node. With one partition it is an event like any other (an
+  // Alarm, scheduled now). With two it runs between windows, both
   // partitions stopped and their clocks at `time`, before any event due at
-  // `time` (actions at one time in the order given). It may touch any node.
-  // A single-partition network has no windows: use an Alarm.
+  // `time` (actions at one time in the order given).
   void At(TimePoint time, std::function<void()> action);
   // Now: the clock (every partition's, between RunUntil calls).
   TimePoint Now() const { return sims_.front()->Now(); }
@@ -122,7 +125,8 @@ class Network {
   std::vector<std::unique_ptr<PsNode>>& mutable_ps() { return ps_nodes_; }
   std::vector<JobNodes>& mutable_jobs() { return jobs_; }
   void set_ps_rack(int rack) { ps_rack_ = rack; }
-  // SetPartitions: 1 or 2; before the first node is made.
+  // SetPartitions: 1 or 2 (anew: every Simulator and pool is replaced);
+  // before the first node is made.
   void SetPartitions(int partitions);
 
  private:
@@ -152,6 +156,7 @@ class Network {
   std::vector<Link*> crossing_links_;
   int64_t window_ns_ = 0;
   std::multimap<TimePoint, std::function<void()>> actions_;  // At, by time
+  std::vector<std::unique_ptr<Alarm>> alarms_;               // At, one partition
   std::atomic<bool> stop_requested_{false};
   int64_t window_end_ns_ = 0;
   std::atomic<uint64_t> window_{0};
