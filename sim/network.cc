@@ -172,7 +172,7 @@ uint64_t Network::RunWindows(TimePoint deadline) {
     TimePoint end = std::min(deadline, next + TimeDelta::FromNanoseconds(window_ns_ - 1));
     if (action <= end) end = action - TimeDelta::FromNanoseconds(1);
     ++windows_;
-    if (last_window_events_ < kEventsForTwoThreads) {
+    if (last_window_events_ < events_for_two_threads_) {
       // A quiet stretch (a job waiting on a timer, the settle): handing a
       // window to the other thread would cost more than its events. The
       // partitions are independent within a window, so running both here

@@ -90,6 +90,10 @@ class Network {
   uint64_t events_processed() const;
   // packets_outstanding: packets handed out by every partition's pool.
   uint64_t packets_outstanding() const;
+  // set_events_for_two_threads: a window runs on both threads when the one
+  // before it had at least this many events (default kEventsForTwoThreads);
+  // 0: every window, UINT64_MAX: none. The run is the same either way.
+  void set_events_for_two_threads(uint64_t events) { events_for_two_threads_ = events; }
   // windows: with two partitions, the windows run so far, and of those the
   // ones run on both threads (the others were too quiet to be worth it).
   uint64_t windows() const { return windows_; }
@@ -165,6 +169,7 @@ class Network {
   // Events of the last window, both partitions: below kEventsForTwoThreads
   // the next window runs on this thread alone.
   static constexpr uint64_t kEventsForTwoThreads = 128;
+  uint64_t events_for_two_threads_ = kEventsForTwoThreads;
   uint64_t last_window_events_ = 0;
   uint64_t windows_ = 0;
   uint64_t windows_on_two_threads_ = 0;

@@ -251,6 +251,30 @@ TEST(EndToEndTest, TwoPartitionsAreExactAndTheSameEveryRun) {
   ExpectIdentical(a, b);
 }
 
+// Which thread runs a window does not change the run: every window on both
+// threads, and every window on one, give the same bits.
+TEST(EndToEndTest, TwoPartitionsGiveTheSameRunOnOneThreadOrTwo) {
+  const ExperimentConfig config = TwoPartitionConfig();
+  auto run = [&](uint64_t events_for_two_threads, uint64_t* on_two_threads) {
+    auto experiment = Experiment::Create(config);
+    EXPECT_TRUE(experiment.ok()) << experiment.status();
+    if (!experiment.ok()) return ExperimentResult{};
+    (*experiment)->network().set_events_for_two_threads(events_for_two_threads);
+    ExperimentResult result = (*experiment)->Run();
+    *on_two_threads = (*experiment)->network().windows_on_two_threads();
+    EXPECT_EQ(*on_two_threads == (*experiment)->network().windows(), events_for_two_threads == 0);
+    return result;
+  };
+  uint64_t all = 0;
+  uint64_t none = 0;
+  const ExperimentResult parallel = run(0, &all);
+  const ExperimentResult serial = run(UINT64_MAX, &none);
+  EXPECT_GT(all, 0u);
+  EXPECT_EQ(none, 0u);
+  EXPECT_TRUE(parallel.exact);
+  ExpectIdentical(parallel, serial);
+}
+
 // Experiment::At and KillWorker with two partitions run between windows,
 // with every clock at their time: a worker of the second half dies, its job
 // cannot finish, the other job does, and the run ends as with one partition.
