@@ -56,6 +56,9 @@ Network::~Network() {
 }
 
 void Network::SetPartitions(int partitions) {
+  // On one core a second thread would only take turns with the first: every
+  // window runs on this one (the same run either way).
+  if (std::thread::hardware_concurrency() == 1) events_for_two_threads_ = UINT64_MAX;
   sims_.clear();
   pools_.clear();
   for (int p = 0; p < partitions; ++p) {

@@ -91,8 +91,9 @@ class Network {
   // packets_outstanding: packets handed out by every partition's pool.
   uint64_t packets_outstanding() const;
   // set_events_for_two_threads: a window runs on both threads when the one
-  // before it had at least this many events (default kEventsForTwoThreads);
-  // 0: every window, UINT64_MAX: none. The run is the same either way.
+  // before it had at least this many events (default kEventsForTwoThreads,
+  // UINT64_MAX on a machine with one core); 0: every window, UINT64_MAX:
+  // none. The run is the same either way.
   void set_events_for_two_threads(uint64_t events) { events_for_two_threads_ = events; }
   // windows: with two partitions, the windows run so far, and of those the
   // ones run on both threads (the others were too quiet to be worth it).
