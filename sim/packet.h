@@ -45,7 +45,8 @@ struct PacketReturner {
 
 using PacketPtr = std::unique_ptr<Packet, PacketReturner>;
 
-// PacketPool: a free list of packets. Single-threaded (the simulator is).
+// PacketPool: a free list of packets. Used by one thread at a time: each
+// partition of a network has its own (sim/network.h).
 // Must outlive every PacketPtr it handed out. The free list runs through the
 // packets themselves, so returning one is three stores (a PacketPtr's
 // destructor inlines to them) and never allocates.

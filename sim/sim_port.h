@@ -36,7 +36,8 @@
 namespace atp::sim {
 
 // PacketFramePool: FrameRefs over a PacketPool (which grows on demand, so
-// AllocBurst always fills the burst). Single-threaded, as the simulator is.
+// AllocBurst always fills the burst). Used by one thread: its partition's
+// (sim/network.h).
 class PacketFramePool final : public transport::FramePool {
  public:
   explicit PacketFramePool(PacketPool* pool) : pool_(pool) {}

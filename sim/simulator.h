@@ -59,7 +59,8 @@ class Actor {
   uint64_t live_event_ = 0;  // sequence number of the pending event (0: none)
 };
 
-// Simulator: the clock and the event queue. Single-threaded.
+// Simulator: the clock and the event queue. Used by one thread at a time
+// (a network of two partitions has one Simulator each: sim/network.h).
 class Simulator {
  public:
   Simulator() = default;
