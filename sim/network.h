@@ -90,6 +90,9 @@ class Network {
   uint64_t events_processed() const;
   // packets_outstanding: packets handed out by every partition's pool.
   uint64_t packets_outstanding() const;
+  // kEventsForTwoThreads: below this many events in a window, handing the
+  // next one to the other thread costs more than it saves.
+  static constexpr uint64_t kEventsForTwoThreads = 128;
   // set_events_for_two_threads: a window runs on both threads when the one
   // before it had at least this many events (default kEventsForTwoThreads,
   // UINT64_MAX on a machine with one core); 0: every window, UINT64_MAX:
@@ -167,9 +170,8 @@ class Network {
   std::atomic<uint64_t> window_{0};
   std::atomic<uint64_t> finished_{0};
   uint64_t partition_events_ = 0;  // partition 1's, of the last window
-  // Events of the last window, both partitions: below kEventsForTwoThreads
-  // the next window runs on this thread alone.
-  static constexpr uint64_t kEventsForTwoThreads = 128;
+  // Events of the last window, both partitions: below
+  // events_for_two_threads_ the next window runs on this thread alone.
   uint64_t events_for_two_threads_ = kEventsForTwoThreads;
   uint64_t last_window_events_ = 0;
   uint64_t windows_ = 0;

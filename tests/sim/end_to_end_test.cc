@@ -233,6 +233,9 @@ TEST(EndToEndTest, TwoPartitionsAreExactAndTheSameEveryRun) {
   const ExperimentConfig config = TwoPartitionConfig();
   auto experiment = Experiment::Create(config);
   ASSERT_TRUE(experiment.ok()) << experiment.status();
+  // The default rule, also on a machine with one core (which would keep
+  // every window on one thread).
+  (*experiment)->network().set_events_for_two_threads(Network::kEventsForTwoThreads);
   const ExperimentResult a = (*experiment)->Run();
   // Busy windows ran on both threads, quiet ones on one.
   const Network& net = (*experiment)->network();

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -114,6 +115,7 @@ TEST(TaskThreadTest, CancelDropsAQueuedTaskAndWaitsForARunningOne) {
 TEST(TaskThreadTest, DestroyingDropsQueuedTasksAndFinishesTheRunningOne) {
   std::promise<void> helper_started;
   std::promise<void> release;
+  std::promise<void> dropped;
   std::atomic<bool> running_finished{false};
   std::atomic<int> queued_runs{0};
   std::thread releaser;
@@ -125,8 +127,16 @@ TEST(TaskThreadTest, DestroyingDropsQueuedTasksAndFinishesTheRunningOne) {
       running_finished = true;
     });
     helper_started.get_future().wait();
-    for (int i = 0; i < 10; ++i) tasks.Post([&] { queued_runs.fetch_add(1); });
-    releaser = std::thread([&] { release.set_value(); });
+    // The queued tasks share a token whose last copy, going away, says the
+    // queue was dropped: only then is the running task let go, so the
+    // helper cannot reach the queued ones before the destructor drops them.
+    std::shared_ptr<void> token(nullptr, [&dropped](void*) { dropped.set_value(); });
+    for (int i = 0; i < 10; ++i) tasks.Post([&queued_runs, token] { queued_runs.fetch_add(1); });
+    token.reset();
+    releaser = std::thread([&] {
+      dropped.get_future().wait();
+      release.set_value();
+    });
   }
   releaser.join();
   EXPECT_TRUE(running_finished.load());
