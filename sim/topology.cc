@@ -163,7 +163,7 @@ absl::StatusOr<std::unique_ptr<Network>> BuildNetwork(const TopologyConfig& conf
   auto net = std::make_unique<Network>();
   net->SetPartitions(config.partitions);
   net->set_ps_rack(plan.ps_rack);
-  // PartitionOf: rack -> partition (see TopologyConfig::partitions).
+  // partition_of: rack -> partition (see TopologyConfig::partitions).
   const int first_half = (config.worker_racks + 1) / 2;
   auto partition_of = [&](int rack) {
     return config.partitions == 2 && rack >= first_half ? 1 : 0;
