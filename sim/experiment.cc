@@ -157,7 +157,9 @@ ExperimentResult Experiment::Run() {
   if (config_.sample_interval > TimeDelta::Zero()) {
     last_sample_fragments_.assign(network_->job_count(), 0);
     samples_.assign(network_->job_count(), {});
-    sampler_ = std::make_unique<Alarm>(&network_->sim(), [this](TimePoint now) { Sample(now); });
+    if (network_->partitions() == 1) {
+      sampler_ = std::make_unique<Alarm>(&network_->sim(), [this](TimePoint now) { Sample(now); });
+    }
     sampling_ = true;
     ScheduleSample(TimePoint::Zero() + config_.sample_interval);
   }

@@ -147,7 +147,7 @@ class Experiment {
   std::unique_ptr<TaskThread> tasks_;
   std::vector<std::unique_ptr<JobDriver>> drivers_;
   std::vector<bool> job_has_dead_worker_;
-  std::unique_ptr<Alarm> sampler_;
+  std::unique_ptr<Alarm> sampler_;  // one partition only (see ScheduleSample)
   bool sampling_ = false;  // until the run's end (the settle samples nothing)
   std::vector<uint64_t> last_sample_fragments_;
   std::vector<std::vector<double>> samples_;

@@ -160,7 +160,8 @@ class Network {
   // over one (ns: the window), and the second partition's thread. The main
   // thread publishes a window by storing its end and bumping window_; the
   // thread runs partition 1 to that end and stores the same number in
-  // finished_ (both waited on with atomic wait/notify: they sleep, not spin).
+  // finished_ (each side spins briefly on the other's counter, then sleeps
+  // on it with atomic wait/notify).
   std::vector<Link*> crossing_links_;
   int64_t window_ns_ = 0;
   std::multimap<TimePoint, std::function<void()>> actions_;  // At, by time

@@ -17,9 +17,11 @@
 //   ...                    // simulate; the helper fills next_input meanwhile
 //   tasks.Wait(next);      // runs it here if the helper has not started it
 //
-// Thread safety: Post, Wait and Cancel may be called from several threads
-// (the two partitions' threads of a network, sim/network.h), each waiting
-// for or cancelling only tickets it posted; the helper only runs tasks.
+// Thread safety: Post, Wait and Cancel may be called from any thread (a
+// ticket posted by one may be waited for by another: JobDriver posts a
+// worker's first input on the thread that builds it and waits for it on
+// the worker's partition's thread, sim/network.h); the helper only runs
+// tasks.
 #ifndef ATP_SIM_TASK_THREAD_H_
 #define ATP_SIM_TASK_THREAD_H_
 
