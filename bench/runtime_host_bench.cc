@@ -47,8 +47,11 @@ constexpr size_t kFragments = 1 << 15;  // per benchmark iteration
 constexpr size_t kValues = kFragments * wire::kValuesPerFragment;
 
 struct Bench {
+  // join_at_start: the loop's first frame is its kJoin, as the Worker's is
+  // (BM_PsMulticast* hands it to the PS); the worker benchmarks leave it out.
   Bench(testbed::ReflectorQueue::Mode mode, uint32_t slots, uint32_t window,
-        transport::TxSegmentation tx_segmentation = transport::TxSegmentation::kSoftware)
+        transport::TxSegmentation tx_segmentation = transport::TxSegmentation::kSoftware,
+        bool join_at_start = false)
       : queue(0, mode, /*capacity=*/kFragments + 1024, tx_segmentation) {
     WorkerOptions o;
     o.job.job_id = 1;
@@ -66,6 +69,7 @@ struct Bench {
     config.self = {self, transport::DefaultMacFor(self)};
     config.ps = o.parameter_servers[0];
     config.max_burst = 32;
+    config.join_at_start = join_at_start;
     loop = *WorkerIoLoop::Create(config, ToWorkerQueueConfig(o, 0), queue);
     input.resize(kValues);
     for (size_t i = 0; i < kValues; ++i) input[i] = static_cast<float>(i % 2001) * 1e-3f - 1.0f;
@@ -187,15 +191,16 @@ BENCHMARK(BM_Pull)->Unit(benchmark::kMillisecond);
 // `tx_segmentation`. One PS serves every iteration (its slot state is built
 // once, untimed).
 void PsMulticastWith(benchmark::State& state, transport::TxSegmentation tx_segmentation) {
-  Bench worker(testbed::ReflectorQueue::Mode::kHold, 1 << 16, 1 << 16);
+  Bench worker(testbed::ReflectorQueue::Mode::kHold, 1 << 16, 1 << 16,
+               transport::TxSegmentation::kSoftware, /*join_at_start=*/true);
   auto op = worker.Submit();
-  worker.StepUntil([&] { return worker.queue.held().size() == kFragments; });
+  worker.StepUntil([&] { return worker.queue.held().size() == kFragments + 1; });  // and the join
   std::vector<testbed::ReflectorQueue::Frame> gradients;
+  std::vector<testbed::ReflectorQueue::Frame> controls;  // the worker's join, its op's begin
   for (const testbed::ReflectorQueue::Frame& f : worker.queue.held()) {
     wire::FrameFields fields;
-    if (wire::DecodeFrame(f, wire::kDefaultBasePort, &fields, nullptr) == wire::DecodeError::kOk &&
-        !wire::IsControl(fields.header)) {
-      gradients.push_back(f);
+    if (wire::DecodeFrame(f, wire::kDefaultBasePort, &fields, nullptr) == wire::DecodeError::kOk) {
+      (wire::IsControl(fields.header) ? controls : gradients).push_back(f);
     }
   }
   const wire::Ipv4Address ps_ip = *wire::Ipv4Address::Parse("10.0.0.2");
@@ -214,8 +219,16 @@ void PsMulticastWith(benchmark::State& state, transport::TxSegmentation tx_segme
   PsIoLoop loop(*PsShard::Create(options, 0, {ps_ip, transport::DefaultMacFor(ps_ip)}), {&queue},
                 wire::kDefaultBasePort, options.max_burst);
   TimePoint now = TimePoint::FromNanoseconds(1);
-  bool verified = gradients.size() == kFragments;
-  uint64_t sent = 0;
+  bool verified = gradients.size() == kFragments && !controls.empty();
+  // The worker's control frames first, untimed, as in a job: a PS that has
+  // not seen a queue's join asks for one (a status frame) instead of
+  // counting only parameter packets. Their answers are not counted.
+  for (const testbed::ReflectorQueue::Frame& c : controls) verified &= queue.InjectRx(c);
+  while (queue.rx_waiting() > 0) {
+    loop.Step(now);
+    now += TimeDelta::FromNanoseconds(100);
+  }
+  uint64_t sent = queue.discarded();
   uint32_t first_position = 0;
   for (auto _ : state) {
     state.PauseTiming();
