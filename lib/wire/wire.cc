@@ -1,7 +1,6 @@
 // lib/wire/wire.cc: the ATP header, payload and message codec, and the
 // header-level rules (ATP-SPEC section 2). The frame codec is in frame.cc,
 // address parsing in address.cc.
-#include <bit>
 #include <cassert>
 #include <cstdint>
 #include <cstring>
@@ -86,8 +85,12 @@ DecodeError ValidateHeader(const AtpHeader& header) {
   // overflow requests, may carry empty bitmaps.
   if (!header.ack) {
     if (header.bitmap0 == 0 || header.bitmap1 == 0) return DecodeError::kEmptyBitmap;
-    // At level 1, bitmap1 says which rack bitmap0's workers belong to.
-    if (!header.edge && std::popcount(header.bitmap1) != 1) return DecodeError::kAmbiguousRack;
+    // At level 1, bitmap1 says which rack bitmap0's workers belong to: one
+    // bit (nonzero, checked above). Not std::popcount: without -mpopcnt that
+    // is a libgcc call on every gradient the PS validates.
+    if (!header.edge && (header.bitmap1 & (header.bitmap1 - 1)) != 0) {
+      return DecodeError::kAmbiguousRack;
+    }
   }
   return DecodeError::kOk;
 }
