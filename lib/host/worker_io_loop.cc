@@ -420,7 +420,7 @@ void WorkerIoLoop::SendControl(const wire::ControlMessage& body, uint64_t positi
       wire::MakeWorkerControl(engine_config.shape.job, sender, queue_.index(),
                               static_cast<uint32_t>(position & wire::kPositionMask), control);
   transport::FrameRef frame;
-  if (queue_.tx_pool().AllocBurst({&frame, 1}) == 0) return;
+  if (!TakeTxFrame(&frame)) return;
   wire::FrameFields fields;
   fields.src_mac = config_.self.mac;
   fields.src_ip = config_.self.ipv4;
@@ -584,6 +584,18 @@ bool WorkerIoLoop::RetryPending() {
   if (pending_head_ < pending_.size()) return false;
   pending_.clear();
   pending_head_ = 0;
+  return true;
+}
+
+bool WorkerIoLoop::TakeTxFrame(transport::FrameRef* frame) {
+  if (tx_spare_ == 0) return queue_.tx_pool().AllocBurst({frame, 1}) == 1;
+  // The oldest spare, not a new frame: a transport that hands frames over
+  // in allocation order (the loopback ingress ring) would hold a frame
+  // allocated after the spares back until they are sent, and a queue with
+  // no fragment left to send never sends them.
+  *frame = tx_frames_[tx_first_];
+  ++tx_first_;
+  --tx_spare_;
   return true;
 }
 

@@ -212,6 +212,9 @@ class WorkerIoLoop {
   // SendControl: one control frame to the PS about `position` of the queue
   // (dropped if there is no room).
   void SendControl(const wire::ControlMessage& control, uint64_t position = 0);
+  // TakeTxFrame: a frame to send one control frame in: the oldest spare of
+  // tx_frames_ if there is one, else a new one from the pool; false if none.
+  bool TakeTxFrame(transport::FrameRef* frame);
   // SendReplays: replays (kReplay) of the positions the PS asked for, at most
   // a burst of frames; true if it sent any.
   bool SendReplays();

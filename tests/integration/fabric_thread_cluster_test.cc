@@ -70,6 +70,30 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FabricThreadClusterTest,
                                   (param.param.ps_on_fabric_thread ? "PsOnFabricThread" : "");
                          });
 
+// Operations one at a time, each smaller than a transmit burst: the worker
+// keeps the frames its last burst did not use (allocated in the loopback
+// ingress ring, which hands frames over in allocation order), and a later
+// control frame (the next operation's kOpBegin) allocated behind them was
+// held back until they were sent, which a job of small operations never did:
+// its second operation stalled. Every size up to a burst, several times.
+TEST(FabricThreadClusterSmallOperationsTest, OperationsSmallerThanABurstFollowOneAnother) {
+  LocalClusterOptions options;
+  options.aggregation = FabricAggregation::kSingleSwitch;
+  options.fabric_thread = true;
+  options.shared_threads = 1;
+  options.jobs.push_back(TestJob(33, /*racks=*/1, /*workers_per_rack=*/2, /*io_threads=*/1));
+  auto cluster = MakeCluster(options);
+  ASSERT_NE(cluster, nullptr);
+  uint64_t seed = 1;
+  for (const size_t size : {size_t{1}, size_t{62}, size_t{63}, size_t{62 * 15}, size_t{1}}) {
+    for (int round = 0; round < 3; ++round) {
+      ASSERT_TRUE(RunCollective(*cluster, 0,
+                                {.sizes = {size}, .seed = seed++, .deadline = absl::Seconds(20)}))
+          << size << " floats, round " << round;
+    }
+  }
+}
+
 TEST(FabricThreadClusterLossTest, LossOnEveryHopStillGivesExactResults) {
   LocalClusterOptions options;
   options.aggregation = FabricAggregation::kTwoLevel;
