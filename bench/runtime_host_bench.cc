@@ -189,7 +189,7 @@ BENCHMARK(BM_Pull)->Unit(benchmark::kMillisecond);
 // PsIoLoop::Step until every parameter packet left, multicast to the job's
 // group, on a queue that drops what it is given and declares
 // `tx_segmentation`. One PS serves every iteration (its slot state is built
-// once, untimed).
+// once, untimed, and it has the worker's kJoin before the first).
 void PsMulticastWith(benchmark::State& state, transport::TxSegmentation tx_segmentation) {
   Bench worker(testbed::ReflectorQueue::Mode::kHold, 1 << 16, 1 << 16,
                transport::TxSegmentation::kSoftware, /*join_at_start=*/true);
