@@ -196,7 +196,7 @@ void PsMulticastWith(benchmark::State& state, transport::TxSegmentation tx_segme
   auto op = worker.Submit();
   worker.StepUntil([&] { return worker.queue.held().size() == kFragments + 1; });  // and the join
   std::vector<testbed::ReflectorQueue::Frame> gradients;
-  std::vector<testbed::ReflectorQueue::Frame> controls;  // the worker's join, its op's begin
+  std::vector<testbed::ReflectorQueue::Frame> controls;  // the worker's kJoin (it declares no operations)
   for (const testbed::ReflectorQueue::Frame& f : worker.queue.held()) {
     wire::FrameFields fields;
     if (wire::DecodeFrame(f, wire::kDefaultBasePort, &fields, nullptr) == wire::DecodeError::kOk) {
