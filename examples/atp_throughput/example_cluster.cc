@@ -15,7 +15,8 @@
 ABSL_FLAG(std::string, switches, "auto",
           "Loopback only: which in-process switches aggregate: 'two_level' (a ToR per rack "
           "plus the PS rack's ToR), 'single' (one switch doing both levels), 'none' (the PS "
-          "does everything), or 'auto' (single for one rack, else two_level).");
+          "does everything), or 'auto' (single for one rack, else two_level). Other transports "
+          "have no in-process switch: auto or none.");
 ABSL_FLAG(double, loss, 0.0,
           "Loopback only: probability that the fabric drops a frame at each hop, in [0, 1).");
 // --transport, --rto_floor_us, --max_sleep_us and --busy_poll are shared with
@@ -105,8 +106,15 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
         absl::StrCat("--switches: unknown value '", switches, "' (two_level, single, none, auto)"));
   }
   if (*kind != TransportKind::kLoopback) {
-    if (absl::Status s = tool::RefuseGiven({"switches", "loss"}, "only with --transport=loopback");
-        !s.ok()) {
+    // Kernel UDP's in-process job has no switch: 'none' says so, and 'auto'
+    // (the default) resolves to it; a switch layout is refused.
+    const std::string given = absl::GetFlag(FLAGS_switches);
+    if (given != "auto" && given != "none") {
+      return tool::FlagError("switches", absl::StrCat("'", given, "' only with --transport=loopback (",
+                                                      ClusterTransportFlag(),
+                                                      " has no switch: auto or none)"));
+    }
+    if (absl::Status s = tool::RefuseGiven({"loss"}, "only with --transport=loopback"); !s.ok()) {
       return s;
     }
   }
