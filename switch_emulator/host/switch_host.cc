@@ -186,6 +186,22 @@ void SwitchHost::FlushAll() {
   }
 }
 
+// Inline, before its one caller: a call per frame cost as much as the
+// memo's check (bench/RESULTS.md, "Trims on the fabric thread").
+inline uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame,
+                                     uint32_t frame_queue, LookedUp* looked_up) {
+  const uint8_t* ip = Ipv4Header(frame);
+  if (ip == nullptr) return 0;
+  const uint32_t dst = LoadBig32(ip + 16);
+  const DepthMemo& memo = depth_memo_;
+  if (memo.valid && memo.dst == dst && memo.in_port == in_port && memo.frame_queue == frame_queue)
+      [[likely]] {
+    *looked_up = memo.looked_up;
+    return memo.depth;
+  }
+  return LookUpDepth(in_port, dst, frame, frame_queue, looked_up);
+}
+
 void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
   release_count_ = 0;
   depth_memo_.valid = false;
@@ -251,16 +267,8 @@ void SwitchHost::HandleBurst(uint32_t in_port, size_t n, TimePoint now) {
   release_count_ = 0;
 }
 
-uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, uint32_t frame_queue,
-                              LookedUp* looked_up) {
-  const uint8_t* ip = Ipv4Header(frame);
-  if (ip == nullptr) return 0;
-  const uint32_t dst = LoadBig32(ip + 16);
-  DepthMemo& memo = depth_memo_;
-  if (memo.valid && memo.dst == dst && memo.in_port == in_port && memo.frame_queue == frame_queue) {
-    *looked_up = memo.looked_up;
-    return memo.depth;
-  }
+uint32_t SwitchHost::LookUpDepth(uint32_t in_port, uint32_t dst, const FrameRef& frame,
+                                 uint32_t frame_queue, LookedUp* looked_up) {
   uint32_t depth = 0;
   if (IsMulticastAddress(dst)) {
     *looked_up =
@@ -277,7 +285,7 @@ uint32_t SwitchHost::DepthFor(uint32_t in_port, const FrameRef& frame, uint32_t 
       depth = EgressDepth(port, EgressQueue(frame_queue, port), frame);
     }
   }
-  memo = DepthMemo{true, in_port, dst, frame_queue, *looked_up, depth};
+  depth_memo_ = DepthMemo{true, in_port, dst, frame_queue, *looked_up, depth};
   return depth;
 }
 

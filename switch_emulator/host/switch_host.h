@@ -206,9 +206,12 @@ class SwitchHost {
     uint32_t port = RouteTable::kNoPort;    // kUnicast
     std::span<const uint32_t> group_ports;  // kGroup
   };
-  // DepthFor: the ECN depth toward where `frame` will go.
+  // DepthFor: the ECN depth toward where `frame` will go: the memo's answer
+  // (inline: most frames), else LookUpDepth's for the destination `dst`.
   uint32_t DepthFor(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,
                     LookedUp* looked_up);
+  uint32_t LookUpDepth(uint32_t in_port, uint32_t dst, const transport::FrameRef& frame,
+                       uint32_t frame_queue, LookedUp* looked_up);
   uint32_t EgressDepth(uint32_t port, uint32_t queue, const transport::FrameRef& frame);
   void MarkForwarded(const transport::FrameRef& frame, uint32_t depth);
   void Unicast(uint32_t in_port, const transport::FrameRef& frame, uint32_t frame_queue,

@@ -24,7 +24,10 @@ template <size_t N>
 inline void CopyBytes(uint8_t* dst, const uint8_t* src) {
   static_assert(N >= 16);
 #if defined(__SSE2__)
+  // Unrolled: the loop's count is a constant, and at -O2 GCC keeps the
+  // counter, compare and branch, as many instructions again as the moves.
   size_t i = 0;
+#pragma GCC unroll 32
   for (; i + 16 <= N; i += 16) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));

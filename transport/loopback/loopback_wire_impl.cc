@@ -81,6 +81,7 @@ absl::StatusOr<std::unique_ptr<Device>> LoopbackWireImpl::AddEndpoint(
   endpoint->address = options.address;
   endpoint->base_port = options.device.base_port;
   endpoint->ring_drops = std::make_unique<std::atomic<uint64_t>[]>(options.device.num_queues);
+  endpoint->raise_queued = std::make_unique<bool[]>(options.device.num_queues);
   for (uint32_t q = 0; q < options.device.num_queues; ++q) {
     endpoint->rings.push_back(std::make_unique<FrameSlotRing>(options.device.rx_ring_frames));
     endpoint->signals.push_back(std::make_unique<RxSignal>());
@@ -165,9 +166,9 @@ void LoopbackWireImpl::Deliver(EndpointId endpoint, const uint8_t* frame) {
   }
   // Raised once per burst (an atomic exchange on the consumer's line, and a
   // write to its eventfd when it sleeps), not once per frame.
-  RxSignal* signal = e.signals[queue].get();
-  if (std::find(to_raise_.begin(), to_raise_.end(), signal) == to_raise_.end()) {
-    to_raise_.push_back(signal);
+  if (bool& queued = e.raise_queued[queue]; !queued) {
+    queued = true;
+    to_raise_.push_back(ToRaise{e.signals[queue].get(), &queued});
   }
   BumpAlone(delivered_);  // with a processor, delivered_ changes only here
 }
@@ -190,7 +191,10 @@ void LoopbackWireImpl::ProcessRun(std::span<const BurstFrame> frames, TimePoint 
 }
 
 void LoopbackWireImpl::RaiseDelivered() {
-  for (RxSignal* signal : to_raise_) signal->Raise();
+  for (const ToRaise& r : to_raise_) {
+    *r.queued = false;
+    r.signal->Raise();
+  }
   to_raise_.clear();
 }
 

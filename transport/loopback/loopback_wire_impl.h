@@ -88,6 +88,8 @@ class LoopbackWireImpl final : public LoopbackWire,
     std::vector<std::unique_ptr<FrameSlotRing>> rings;  // one per queue
     std::vector<std::unique_ptr<RxSignal>> signals;     // one per queue: its wait_fd
     std::unique_ptr<std::atomic<uint64_t>[]> ring_drops;  // processor-mode drops per queue
+    // raise_queued: per queue, under mu_: its signal is in to_raise_ already.
+    std::unique_ptr<bool[]> raise_queued;
     std::vector<std::unique_ptr<IngressSlotRing>> ingress;  // stepped mode: one per queue
     std::atomic<bool> open{true};
   };
@@ -143,7 +145,13 @@ class LoopbackWireImpl final : public LoopbackWire,
   std::mutex mu_;  // serializes AddEndpoint and the processor
   std::vector<std::unique_ptr<Endpoint>> endpoints_;      // appended before traffic only
   absl::flat_hash_map<uint32_t, EndpointId> by_ipv4_;     // likewise
-  std::vector<RxSignal*> to_raise_;  // under mu_: queues ProcessAndDeliver delivered to
+  // to_raise_: under mu_: the queues Deliver put frames on since the last
+  // RaiseDelivered, each once: its signal and its raise_queued flag.
+  struct ToRaise {
+    RxSignal* signal;
+    bool* queued;
+  };
+  std::vector<ToRaise> to_raise_;
   Output output_{this};              // what ProcessRun hands the processor
 
   std::atomic<uint64_t> frames_in_{0};
