@@ -104,6 +104,7 @@ nlohmann::json PsStatsJson(const ParameterServerStats& s) {
           {"join_requests", s.join_requests},
           {"rebuilds", s.rebuilds},
           {"stale_joins", s.stale_joins},
+          {"unsynchronized_gradients", s.unsynchronized_gradients},
           {"replay_requests", s.replay_requests},
           {"replays", s.replays},
           {"mismatches", s.mismatches},

@@ -82,6 +82,8 @@ struct ParameterServerStats {
   uint64_t rebuilds = 0;           // queues rebuilt from the workers' joins (restart, new run)
   uint64_t stale_joins = 0;        // joins answering another PS's join request (the dead
                                    // PS's, read after a restart): ignored
+  uint64_t unsynchronized_gradients = 0;  // gradients held back on a queue a new run was
+                                          // joining (or a worker restarted alone had)
   uint64_t replay_requests = 0;    // of status_sent, asking a worker to replay parameter
                                    // packets some workers lost with a restarted PS
   uint64_t replays = 0;            // replayed parameter packets taken as their position's

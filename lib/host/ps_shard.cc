@@ -94,6 +94,16 @@ void PsShard::OnMessage(const wire::AtpMessage& message, TimePoint now, FrameSin
       wire::ValidateHeader(message.header) == wire::DecodeError::kOk) {
     OnControl(message, now, sink);
   } else {
+    if (Unsynchronized(message.header.job, message.header.queue())) [[unlikely]] {
+      // A run is joining that the PS has not rebuilt the queue for (or a
+      // worker restarted alone): what the PS holds of it is another run's,
+      // and a result from it would reach every worker. Its workers resend
+      // once the queue is rebuilt for them.
+      ++unsynchronized_gradients_;
+      RequestJoin(message.header.job, message.header.queue(), now);
+      encoder_.out = nullptr;
+      return;
+    }
     engine_.OnGradient(message, now, encoder_);
     if (engine_.has_out_of_window()) RequestJoins(now);
     if (!Synchronized(message.header.job, message.header.queue())) [[unlikely]] {
@@ -302,6 +312,7 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
 
   const std::optional<ps::RebuildDecision> decision =
       state.tracker.OnJoin(engine_.served_index(queue), worker, control.incarnation, join);
+  NoteSynchronization(job, queue, worker, state.tracker.Unsynchronized(engine_.served_index(queue)));
   if (!decision.has_value()) return;
   synchronized_queues_[job] |= uint16_t{1} << queue;
   if (decision->mode == ps::RebuildMode::kNewRun) {
@@ -312,6 +323,22 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
   }
   Rebuild(job, queue, *decision);
   SendReplayRequests(job, queue, now, /*force=*/true);
+}
+
+void PsShard::NoteSynchronization(uint8_t job, uint32_t queue, int worker, bool unsynchronized) {
+  const auto bit = static_cast<uint16_t>(1u << queue);
+  const bool was = (unsynchronized_queues_[job] & bit) != 0;
+  if (unsynchronized) {
+    unsynchronized_queues_[job] |= bit;
+  } else {
+    unsynchronized_queues_[job] &= static_cast<uint16_t>(~bit);
+  }
+  if (unsynchronized && !was) {
+    internal::Logger().info(
+        "parameter server: job {} queue {}: worker {} joined as another run than the one the "
+        "queue serves; gradients are held back until every worker has joined as one run",
+        job, queue, worker);
+  }
 }
 
 void PsShard::Rebuild(uint8_t job, uint32_t queue, const ps::RebuildDecision& decision) {
@@ -513,6 +540,7 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.replays += c.replays_applied;
   stats.rebuilds += rebuilds_;
   stats.stale_joins += stale_joins_;
+  stats.unsynchronized_gradients += unsynchronized_gradients_;
   stats.mismatches += mismatches_;
   stats.operations_confirmed += ops_confirmed_;
 }

@@ -194,6 +194,15 @@ class PsShard {
   bool Synchronized(uint8_t job, uint32_t queue) const {
     return (synchronized_queues_[job] >> (queue & (wire::kMaxQueues - 1)) & 1u) != 0;
   }
+  // Unsynchronized: `job`'s `queue` was rebuilt before, and a worker has
+  // since joined as another run (ps::RunTracker::Unsynchronized): its
+  // gradients are held back.
+  bool Unsynchronized(uint8_t job, uint32_t queue) const {
+    return (unsynchronized_queues_[job] >> (queue & (wire::kMaxQueues - 1)) & 1u) != 0;
+  }
+  // NoteSynchronization: after `worker`'s join on `job`'s `queue`, whether
+  // the queue is Unsynchronized (logged when it becomes so).
+  void NoteSynchronization(uint8_t job, uint32_t queue, int worker, bool unsynchronized);
   // SendStatus: multicasts `status` to `job`'s workers on `queue` (encoder_.out set).
   void SendStatus(uint8_t job, uint32_t queue, const protocol::StatusBody& status);
 
@@ -242,6 +251,9 @@ class PsShard {
   // By job id: bit q = queue q had a RunTracker decision (Synchronized; a
   // bit mask, as every gradient reads it).
   std::array<uint16_t, wire::kMaxJobId + 1> synchronized_queues_{};
+  // By job id: bit q = queue q is Unsynchronized (read by every gradient).
+  std::array<uint16_t, wire::kMaxJobId + 1> unsynchronized_queues_{};
+  uint64_t unsynchronized_gradients_ = 0;  // held back while Unsynchronized
   uint64_t join_requests_sent_ = 0;
   uint64_t replay_requests_sent_ = 0;
   size_t queues_replaying_ = 0;  // (job, queue) pairs with replays outstanding

@@ -222,6 +222,13 @@ void PsEngine::OnPull(const wire::AtpMessage& pull, TimePoint now, protocol::Mes
   ++counters_.pulls_ignored;
 }
 
+void PsEngine::ClearHistory(JobState& job, size_t index) {
+  if (job.history.empty()) return;
+  const uint32_t history = HistoryDepth(config_);
+  std::fill_n(job.history.begin() + static_cast<ptrdiff_t>(index * history), history,
+              wire::AtpMessage{});
+}
+
 const wire::AtpMessage* PsEngine::Recent(const JobState& job, size_t index, uint32_t queue,
                                          uint32_t position) const {
   if (job.history.empty()) return nullptr;
@@ -363,9 +370,17 @@ size_t PsEngine::RebuildQueue(uint8_t job_id, uint32_t queue, uint64_t lowest, R
     // Pulls of the runs before are no longer waited for.
     ForgetPull(j * slots_per_job_ + first + s);
     const Generation now_is = ClassifyPosition(target, slot.completed_position, slots_);
-    if (now_is == Generation::kNext) continue;  // already waiting for it
-    if (now_is == Generation::kCompleted && slot.has_completed_packet) continue;
-    if (mode != RebuildMode::kNewRun && now_is == Generation::kStale) continue;  // PS is past it
+    if (mode == RebuildMode::kNewRun) {
+      // Positions start again at 0: a stored packet, partial sums or history
+      // of the slot are another run's, even for the very position it waits
+      // for. Only a slot that never held anything of it is left as it is.
+      ClearHistory(job, first + s);
+      if (now_is == Generation::kNext && slot.mode == SlotMode::kIdle) continue;
+    } else {
+      if (now_is == Generation::kNext) continue;  // already waiting for it
+      if (now_is == Generation::kCompleted && slot.has_completed_packet) continue;
+      if (now_is == Generation::kStale) continue;  // the PS is past it
+    }
     const size_t flat = j * slots_per_job_ + first + s;
     if (slot.mode != SlotMode::kIdle) --live_slots_;
     ResetLive(slot);

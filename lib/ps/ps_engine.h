@@ -186,11 +186,14 @@ class PsEngine {
   // RebuildQueue: sets every slot of `job`'s `queue` (served here) to wait for
   // its position in [lowest, lowest + slots) (RunTracker), or for the next
   // one (position + slots) when every worker has the result of that
-  // position (`acked_by_all`, ascending; RecoveryPlan): a slot already
-  // waiting for its target, or whose stored packet is the position before
-  // it, is kept; unless kNewRun so is a slot the PS completed at or past it;
-  // any other slot forgets its live state and stored packet and waits for
-  // the target. Returns the slots changed. Unknown job or queue: 0.
+  // position (`acked_by_all`, ascending; RecoveryPlan). kFreshPs and
+  // kResync: a slot already waiting for its target (its stored packet the
+  // position before it), or that the PS completed at or past it, is kept.
+  // kNewRun: only a slot waiting for its target with no partial sums is
+  // kept; the others belong to another run (positions restart at 0), even
+  // a stored packet of the target itself. Any slot not kept forgets its
+  // live state, stored packet and history and waits for the target. Returns
+  // the slots changed. Unknown job or queue: 0.
   size_t RebuildQueue(uint8_t job, uint32_t queue, uint64_t lowest, RebuildMode mode,
                       std::span<const uint64_t> acked_by_all = {});
   // OnReplay: `packet` is a parameter packet an earlier PS completed (its
@@ -273,6 +276,9 @@ class PsEngine {
   // caller has written the payload) into the job's stored packet, resets the
   // slot for its next generation and sends the packet.
   void Complete(JobState& job, size_t index, uint32_t seq, protocol::MessageSink& sink);
+  // ClearHistory: forgets the older generations the job's history keeps for
+  // slot `index` (nothing without a history).
+  void ClearHistory(JobState& job, size_t index);
   // Recent: the completed packet of (queue, position) of `job` (slot
   // `index`) while the job's history keeps it, else nullptr.
   const wire::AtpMessage* Recent(const JobState& job, size_t index, uint32_t queue,

@@ -53,4 +53,14 @@ bool RunTracker::Joined(uint32_t queue_index, int worker, uint64_t incarnation) 
   return q.joins[static_cast<size_t>(worker)].incarnation == incarnation;
 }
 
+bool RunTracker::Unsynchronized(uint32_t queue_index) const {
+  if (queue_index >= queues_.size()) return false;
+  const QueueState& q = queues_[queue_index];
+  if (!q.any_synced) return false;
+  for (size_t w = 0; w < q.joins.size(); ++w) {
+    if (q.joins[w].incarnation != q.synced[w]) return true;
+  }
+  return false;
+}
+
 }  // namespace atp::ps

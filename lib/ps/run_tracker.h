@@ -62,6 +62,13 @@ class RunTracker {
   // `incarnation` (it belongs to the run the PS last heard from).
   bool Joined(uint32_t queue_index, int worker, uint64_t incarnation) const;
 
+  // Unsynchronized: served queue `queue_index` had a decision, and some
+  // worker's latest join since names another incarnation than the one that
+  // decision was made with: a new run is joining (until every worker has),
+  // or a worker restarted alone. What the PS holds of the queue is then
+  // another run's, as seen by that worker.
+  bool Unsynchronized(uint32_t queue_index) const;
+
  private:
   struct Join {
     uint64_t incarnation = 0;

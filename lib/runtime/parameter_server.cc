@@ -51,6 +51,7 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.join_requests += s.join_requests;
   total.rebuilds += s.rebuilds;
   total.stale_joins += s.stale_joins;
+  total.unsynchronized_gradients += s.unsynchronized_gradients;
   total.replay_requests += s.replay_requests;
   total.replays += s.replays;
   total.mismatches += s.mismatches;

@@ -52,6 +52,7 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   d["join_requests"] = s.join_requests;
   d["rebuilds"] = s.rebuilds;
   d["stale_joins"] = s.stale_joins;
+  d["unsynchronized_gradients"] = s.unsynchronized_gradients;
   d["replay_requests"] = s.replay_requests;
   d["replays"] = s.replays;
   d["mismatches"] = s.mismatches;

@@ -616,8 +616,10 @@ PY
     rebuilds=$(ps_rebuilds)
     [[ $rebuilds -gt 0 ]] || fail "the restarted PS rebuilt nothing"
     note "job 1 exact across the PS restart ($rebuilds queue rebuild(s))"
-    # A second run: fresh workers against the PS that served the first.
-    for ((r = 0; r < workers; r++)); do start_worker 1 "$r" --iterations=1; done
+    # A second run: fresh workers against the PS that served the first, with
+    # other inputs (--seed=8), so that a result the PS kept from the first
+    # run would be wrong, not equal by chance.
+    for ((r = 0; r < workers; r++)); do start_worker 1 "$r" --iterations=1 --seed=8; done
     for ((r = 0; r < workers; r++)); do wait_worker 1 "$r"; done
     second=$(ps_rebuilds)
     [[ $second -gt $rebuilds ]] || fail "the PS did not rebuild for the second run ($rebuilds, then $second rebuilds)"

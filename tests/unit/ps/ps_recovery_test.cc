@@ -53,24 +53,32 @@ RebuildDecision Decide(std::vector<JoinBody> joins) {
 TEST(RunTrackerTest, DecidesOnceEveryWorkerJoinedByWhatItSynchronizedBefore) {
   RunTracker tracker(/*workers=*/2, /*served_queues=*/1);
   EXPECT_FALSE(tracker.OnJoin(0, 0, /*incarnation=*/11, Join(5)).has_value());
+  EXPECT_FALSE(tracker.Unsynchronized(0));  // nothing decided yet: nothing held
   std::optional<RebuildDecision> d = tracker.OnJoin(0, 1, 12, Join(7));
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->mode, RebuildMode::kFreshPs);
   EXPECT_EQ(d->lowest, 5u);
+  EXPECT_FALSE(tracker.Unsynchronized(0));
   // The same run joins again (asked after a stall): re-planned, forward only.
   EXPECT_FALSE(tracker.OnJoin(0, 1, 12, Join(9)).has_value());
   d = tracker.OnJoin(0, 0, 11, Join(8));
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->mode, RebuildMode::kResync);
   EXPECT_EQ(d->lowest, 8u);
-  // Worker 1 restarted alone: no decision.
+  EXPECT_FALSE(tracker.Unsynchronized(0));
+  // Worker 1 restarted alone: no decision, and the queue stays
+  // unsynchronized (worker 1 is of another run) while it lasts.
   EXPECT_FALSE(tracker.OnJoin(0, 1, 22, Join(0)).has_value());
+  EXPECT_TRUE(tracker.Unsynchronized(0));
   EXPECT_FALSE(tracker.OnJoin(0, 0, 11, Join(8)).has_value());
+  EXPECT_TRUE(tracker.Unsynchronized(0));
   // A new run: every incarnation new.
   EXPECT_FALSE(tracker.OnJoin(0, 0, 21, Join(0)).has_value());
+  EXPECT_TRUE(tracker.Unsynchronized(0));
   d = tracker.OnJoin(0, 1, 22, Join(0));
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_FALSE(tracker.Unsynchronized(0));
 }
 
 TEST(RecoveryPlanTest, AsksTheWorkerFurthestAheadForWhatOnlySomeHave) {
@@ -169,6 +177,29 @@ TEST_F(PsReplayTest, AReplayedResultCompletesItsSlotBitForBit) {
   sent = sink_.TakeAll();
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].payload, replayed.payload);
+}
+
+TEST_F(PsReplayTest, ANewRunForgetsAPacketOfTheVeryPositionItWaitsFor) {
+  // Position 3 completed (a run shorter than the window); position 4 has
+  // one contribution.
+  for (int w = 0; w < 3; ++w) {
+    engine_->OnGradient(Worker(shape_, wire::MakeSeq(0, 3), 0, w, Fill(1)), testing::kNow, sink_);
+  }
+  engine_->OnGradient(Worker(shape_, wire::MakeSeq(0, 4), 0, 0, Fill(1)), testing::kNow, sink_);
+  ASSERT_EQ(sink_.TakeAll().size(), 1u);
+  // The same run from 0 again (kResync): both kept; a resend of 3 gets its
+  // stored packet.
+  EXPECT_EQ(engine_->RebuildQueue(7, 0, 0, RebuildMode::kResync), 0u);
+  EXPECT_FALSE(engine_->WaitsFor(7, 0, 3));
+  EXPECT_EQ(engine_->live_slots(), 1u);
+  // A new run from 0: 3's packet and 4's partial sum are the old run's.
+  EXPECT_EQ(engine_->RebuildQueue(7, 0, 0, RebuildMode::kNewRun), 2u);
+  EXPECT_TRUE(engine_->WaitsFor(7, 0, 3));
+  EXPECT_EQ(engine_->live_slots(), 0u);
+  wire::AtpMessage resend = Worker(shape_, wire::MakeSeq(0, 3), 0, 1, Fill(5));
+  resend.header.resend = true;
+  engine_->OnGradient(resend, testing::kNow, sink_);
+  EXPECT_TRUE(sink_.TakeAll().empty()) << "answered with the old run's packet";
 }
 
 TEST_F(PsReplayTest, ReplaysOfPositionsTheSlotDoesNotWaitForChangeNothing) {

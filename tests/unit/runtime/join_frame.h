@@ -19,11 +19,13 @@
 namespace atp::testing {
 
 // WorkerControl: `control` from worker `worker` of job `job` (one rack of
-// `workers`) on `queue` at `position`, with the incarnation 100 + worker.
+// `workers`) on `queue` at `position`, with the incarnation 100 + worker of
+// run 0, 100 x (run + 1) + worker of `run`.
 inline wire::AtpMessage WorkerControl(uint8_t job, int worker, int workers, uint32_t queue,
-                                      uint32_t position, wire::ControlMessage control) {
+                                      uint32_t position, wire::ControlMessage control,
+                                      int run = 0) {
   control.sender = static_cast<uint32_t>(worker);
-  control.incarnation = 100 + static_cast<uint64_t>(worker);
+  control.incarnation = 100 * (static_cast<uint64_t>(run) + 1) + static_cast<uint64_t>(worker);
   const wire::ControlSender sender{.worker_in_rack = static_cast<uint32_t>(worker),
                                    .fan_in0 = static_cast<uint8_t>(workers)};
   return wire::MakeWorkerControl(job, sender, queue, position, control);
@@ -45,12 +47,13 @@ inline protocol::JoinBody JoinAt(int workers, uint32_t slots, uint64_t lowest, u
   return join;
 }
 
-// JoinMessage: worker `worker`'s kJoin `join` on `queue` of job `job`.
+// JoinMessage: worker `worker`'s kJoin `join` on `queue` of job `job`, from
+// run `run` (WorkerControl).
 inline wire::AtpMessage JoinMessage(uint8_t job, int worker, int workers, uint32_t queue,
-                                    const protocol::JoinBody& join) {
+                                    const protocol::JoinBody& join, int run = 0) {
   wire::ControlMessage control;
   protocol::EncodeJoin(join, control);
-  return WorkerControl(job, worker, workers, queue, 0, control);
+  return WorkerControl(job, worker, workers, queue, 0, control, run);
 }
 
 // JoinFrame: worker `worker` of job `job` (one rack of `workers`), at

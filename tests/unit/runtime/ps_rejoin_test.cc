@@ -4,8 +4,10 @@
 // the others wait for it. The PS's waiting report asks for joins again; the
 // run that joined before joins again (RunTracker's kResync), the new joins
 // say who has the result, and it is replayed. And joins that answered the
-// dead PS, read by the restarted one, are ignored. Driven message by message
-// on a PsShard, with the clock in the test's hands.
+// dead PS, read by the restarted one, are ignored. And a new run against a
+// long-lived PS gets nothing the PS kept of the run before: not while it
+// joins, not once the queue is rebuilt for it. Driven message by message on
+// a PsShard, with the clock in the test's hands.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -211,6 +213,98 @@ TEST(PsRejoinTest, JoinsThatAnsweredTheDeadPsAreIgnored) {
   ps.AddTo(stats);
   EXPECT_EQ(stats.stale_joins, 2u);
   EXPECT_EQ(stats.rebuilds, 1u);
+}
+
+// Resend: a gradient a worker sends again after a timeout (the PS answers a
+// completed position's resend with its stored packet).
+wire::AtpMessage Resend(int worker, uint32_t position, uint32_t value) {
+  wire::AtpMessage m = Gradient(worker, position, value);
+  m.header.resend = true;
+  return m;
+}
+
+TEST(PsNewRunTest, ANewRunGetsNothingOfTheRunBefore) {
+  auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  PsShard& ps = **created;
+  Sent sent;
+  const TimePoint now = TimePoint::FromNanoseconds(1'000'000);
+
+  // Run 0: positions 0..2 complete with the sum 1 + 1.
+  for (int w = 0; w < kWorkers; ++w) {
+    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0)),
+                 now, sent);
+  }
+  for (uint32_t p = 0; p < 3; ++p) {
+    for (int w = 0; w < kWorkers; ++w) ps.OnMessage(Gradient(w, p, 1), now, sent);
+    ASSERT_TRUE(sent.Result(p).has_value()) << p;
+  }
+
+  // Run 1 starts at position 0 again; worker 0 has joined, worker 1's join is
+  // still on its way. Resends of positions the PS completed for run 0, from
+  // either worker: the PS holds them back, answers none with run 0's packet,
+  // and asks for joins.
+  sent.messages.clear();
+  ps.OnMessage(testing::JoinMessage(kJob, 0, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0),
+                                    /*run=*/1),
+               now, sent);
+  ps.OnMessage(Resend(0, 0, 5), now, sent);
+  ps.OnMessage(Resend(1, 1, 7), now, sent);
+  EXPECT_FALSE(sent.Result(0).has_value());
+  EXPECT_FALSE(sent.Result(1).has_value());
+  std::vector<protocol::StatusBody> statuses = sent.Statuses();
+  ASSERT_EQ(statuses.size(), 1u);  // one request per 20 ms and queue
+  EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kJoinRequest);
+  ParameterServerStats stats;
+  ps.AddTo(stats);
+  EXPECT_EQ(stats.unsynchronized_gradients, 2u);
+
+  // Worker 1 joins as run 1: a new run. Every position run 0 completed waits
+  // again, and run 1's resends make run 1's sums, not run 0's.
+  sent.messages.clear();
+  ps.OnMessage(testing::JoinMessage(kJob, 1, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0),
+                                    /*run=*/1),
+               now, sent);
+  for (uint32_t p = 0; p < 3; ++p) {
+    ps.OnMessage(Resend(0, p, 5), now, sent);
+    EXPECT_FALSE(sent.Result(p).has_value()) << "answered before worker 1 sent " << p;
+    ps.OnMessage(Resend(1, p, 7), now, sent);
+    const std::optional<wire::AtpMessage> result = sent.Result(p);
+    ASSERT_TRUE(result.has_value()) << p;
+    for (uint32_t word : result->payload) EXPECT_EQ(word, 12u) << p;
+  }
+  stats = {};
+  ps.AddTo(stats);
+  EXPECT_EQ(stats.unsynchronized_gradients, 2u);
+  EXPECT_EQ(stats.rebuilds, 1u);  // run 1's (run 0's first decision changed no slot)
+}
+
+TEST(PsNewRunTest, AWorkerRestartedAloneGetsNoResultOfTheRunItLeft) {
+  auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  PsShard& ps = **created;
+  Sent sent;
+  const TimePoint now = TimePoint::FromNanoseconds(1'000'000);
+  for (int w = 0; w < kWorkers; ++w) {
+    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0)),
+                 now, sent);
+  }
+  for (int w = 0; w < kWorkers; ++w) ps.OnMessage(Gradient(w, 0, 1), now, sent);
+  ASSERT_TRUE(sent.Result(0).has_value());
+
+  // Worker 1 restarts alone (a new incarnation; worker 0 is still run 0's)
+  // and resends position 0: no decision is possible, and the PS must not
+  // hand it run 0's result of 0 as its own.
+  sent.messages.clear();
+  ps.OnMessage(testing::JoinMessage(kJob, 1, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0),
+                                    /*run=*/1),
+               now, sent);
+  ps.OnMessage(Resend(1, 0, 7), now, sent);
+  EXPECT_FALSE(sent.Result(0).has_value());
+  ParameterServerStats stats;
+  ps.AddTo(stats);
+  EXPECT_EQ(stats.unsynchronized_gradients, 1u);
+  EXPECT_EQ(stats.rebuilds, 0u);
 }
 
 }  // namespace

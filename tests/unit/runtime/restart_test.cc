@@ -331,6 +331,23 @@ TEST(RestartTest, ASecondRunOfNewWorkersAgainstTheSamePsIsExact) {
   EXPECT_EQ(cluster->parameter_server(0, 0).stats().mismatches, 0u);
 }
 
+TEST(RestartTest, ASecondRunWithinTheFirstRunsWindowIsExact) {
+  // Each run is shorter than the PS's window (2 x 1000 values: 17 positions
+  // per queue, of 64 slots): the PS still holds, in the slot of each
+  // position the next run starts at, the previous run's packet of that very
+  // position. Other inputs each run, so that a packet kept would be wrong.
+  auto cluster = testing::StartCluster(Job(2), FabricAggregation::kSingleSwitch);
+  ASSERT_NE(cluster, nullptr);
+  ExpectExactRound(*cluster, /*ops=*/2, /*size=*/1000, /*seed=*/10);
+  ASSERT_TRUE(cluster->RecreateWorkers(0).ok());
+  ExpectExactRound(*cluster, /*ops=*/2, /*size=*/1500, /*seed=*/20);
+  ASSERT_TRUE(cluster->RecreateWorkers(0).ok());
+  ExpectExactRound(*cluster, /*ops=*/1, /*size=*/700, /*seed=*/30);
+  const ParameterServerStats ps = cluster->parameter_server(0, 0).stats();
+  EXPECT_EQ(ps.mismatches, 0u);
+  EXPECT_GE(ps.rebuilds, 4u);  // two new runs, two queues each
+}
+
 // ExpectNamedMismatch: every worker's PushPull fails (at the call, or its
 // handle) with kMismatch naming worker 1 and `field`; no worker returns values.
 void ExpectNamedMismatch(LocalCluster& cluster, const char* field,
