@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "atp/worker.h"
@@ -30,6 +31,9 @@ ABSL_FLAG(int, racks, 1, "Racks the workers are spread over.");
 ABSL_FLAG(int, count, 2000, "Pings to time (after the warm-up), 1..10000000.");
 ABSL_FLAG(int, warmup, 100, "Pings sent first and not timed, 0..10000000.");
 ABSL_FLAG(int, values, 62, "Floats per ping (62 = one fragment), 1..10000000.");
+ABSL_FLAG(double, ping_timeout_s, 10,
+          "Longest wait for one ping, seconds, in (0, 3600]: a worker whose ping takes longer "
+          "stops pinging and the run fails, naming it.");
 ABSL_FLAG(bool, json, false, "Print the result as one JSON object instead of text.");
 
 namespace atp::examples {
@@ -61,6 +65,11 @@ int Main(int argc, char** argv) {
   tool::ExitIfBad("atp-ping", tool::CheckRange("count", count, 1, kMaxPings));
   tool::ExitIfBad("atp-ping", tool::CheckRange("warmup", warmup, 0, kMaxPings));
   tool::ExitIfBad("atp-ping", tool::CheckRange("values", values, 1, kMaxValues));
+  const double ping_timeout_s = absl::GetFlag(FLAGS_ping_timeout_s);
+  if (!(ping_timeout_s > 0 && ping_timeout_s <= 3600)) {
+    tool::ExitIfBad("atp-ping", tool::FlagError("ping_timeout_s",
+                                                absl::StrCat(ping_timeout_s, " is not in (0, 3600]")));
+  }
   // Every worker keeps every ping's result until the end (verified then).
   const double result_bytes = 4.0 * std::max(shape.workers, 1) *
                               (static_cast<double>(warmup) + count) * values;
@@ -72,8 +81,11 @@ int Main(int argc, char** argv) {
     return 2;
   }
   const int total = warmup + count;
-  std::vector<double> rtt_us(static_cast<size_t>(count));
-  std::vector<int> errors(static_cast<size_t>(shape.workers), 0);
+  // Worker 0's timed pings, those that completed.
+  std::vector<double> rtt_us;
+  rtt_us.reserve(static_cast<size_t>(count));
+  // failures[rank]: why that worker stopped pinging ("" if it did not).
+  std::vector<std::string> failures(static_cast<size_t>(shape.workers));
   std::vector<std::vector<std::vector<float>>> results(
       static_cast<size_t>(shape.workers),
       std::vector<std::vector<float>>(static_cast<size_t>(total)));
@@ -88,14 +100,16 @@ int Main(int argc, char** argv) {
         out.assign(static_cast<size_t>(values), 0.0f);
         const auto start = std::chrono::steady_clock::now();
         absl::StatusOr<Handle> h = worker.PushPull(in, out);
-        if (!h.ok() || !h->Wait(absl::Seconds(10)).ok()) {
-          ++errors[static_cast<size_t>(rank)];
+        const absl::Status done =
+            h.ok() ? h->Wait(absl::Seconds(ping_timeout_s)) : h.status();
+        if (!done.ok()) {
+          failures[static_cast<size_t>(rank)] =
+              absl::StrCat("ping ", p, p < warmup ? " (warm-up)" : "", ": ", done.ToString());
           return;
         }
         const auto end = std::chrono::steady_clock::now();
         if (rank == 0 && p >= warmup) {
-          rtt_us[static_cast<size_t>(p - warmup)] =
-              std::chrono::duration<double, std::micro>(end - start).count();
+          rtt_us.push_back(std::chrono::duration<double, std::micro>(end - start).count());
         }
       }
     });
@@ -104,7 +118,12 @@ int Main(int argc, char** argv) {
 
   // Verify every result of every worker.
   int wrong = 0;
-  for (int e : errors) wrong += e;
+  for (int r = 0; r < shape.workers; ++r) {
+    const std::string& failure = failures[static_cast<size_t>(r)];
+    if (failure.empty()) continue;
+    ++wrong;
+    std::fprintf(stderr, "atp-ping: worker %d stopped at %s\n", r, failure.c_str());
+  }
   std::vector<std::vector<float>> inputs(static_cast<size_t>(shape.workers),
                                          std::vector<float>(static_cast<size_t>(values)));
   for (int p = 0; p < total && wrong == 0; ++p) {
@@ -123,6 +142,8 @@ int Main(int argc, char** argv) {
       }
     }
   }
+  // Statistics over the pings that completed only (all of them, unless a
+  // worker stopped).
   std::sort(rtt_us.begin(), rtt_us.end());
   auto pct = [&](double q) {
     return rtt_us[std::min(rtt_us.size() - 1, static_cast<size_t>(q * (rtt_us.size() - 1) + 0.5))];
@@ -137,16 +158,25 @@ int Main(int argc, char** argv) {
     j["switches"] = SwitchesFlag(shape.racks);
     j["values"] = values;
     j["count"] = count;
-    j["rtt_us"] = {{"min", rtt_us.front()}, {"p50", pct(0.5)}, {"p99", pct(0.99)},
-                   {"max", rtt_us.back()}};
+    j["timed"] = rtt_us.size();  // of `count`: worker 0's pings that completed
+    if (!rtt_us.empty()) {
+      j["rtt_us"] = {{"min", rtt_us.front()}, {"p50", pct(0.5)}, {"p99", pct(0.99)},
+                     {"max", rtt_us.back()}};
+    }
     j["retransmissions"] = ws.retransmissions;
     j["errors"] = wrong;
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("atp-ping: %s; %d pings of %d floats\n", Describe(shape).c_str(), count, values);
-    std::printf("rtt us: min %.1f  p50 %.1f  p99 %.1f  max %.1f  (worker 0, %lu retransmissions)\n",
-                rtt_us.front(), pct(0.5), pct(0.99), rtt_us.back(),
-                static_cast<unsigned long>(ws.retransmissions));
+    if (rtt_us.empty()) {
+      std::printf("rtt us: no timed ping completed  (worker 0, %lu retransmissions)\n",
+                  static_cast<unsigned long>(ws.retransmissions));
+    } else {
+      std::printf("rtt us: min %.1f  p50 %.1f  p99 %.1f  max %.1f  (worker 0, %zu of %d pings, %lu "
+                  "retransmissions)\n",
+                  rtt_us.front(), pct(0.5), pct(0.99), rtt_us.back(), rtt_us.size(), count,
+                  static_cast<unsigned long>(ws.retransmissions));
+    }
     std::printf("%s\n", wrong == 0 ? "all results exact" : "WRONG OR MISSING RESULTS");
   }
   return wrong == 0 ? 0 : 1;

@@ -70,7 +70,7 @@ ABSL_FLAG(double, sample_us, 0.0,
 ABSL_FLAG(std::string, scenario, "",
           "Run a named scenario (one of the paper's experiments, several runs summed up in one "
           "table beside the paper's number) instead of one run; see 'scenarios' above. Only "
-          "--scale, --seed and --json apply to it.");
+          "--scale, --seed, --json, --plot, --ps_link_gbps and --ps_packet_ns apply to it.");
 ABSL_FLAG(std::string, scale, "full",
           "Size of a --scenario's runs: 'full' (the sizes bench/results/simulator.md reports) or "
           "'small' (smaller tensors, for quick checks and ctest).");
@@ -380,6 +380,8 @@ absl::StatusOr<Options> OptionsFromFlags() {
   }
   if (auto s = CheckFraction("duplicate", imp.duplicate); !s.ok()) return s;
   if (auto s = CheckFraction("corrupt", imp.corrupt); !s.ok()) return s;
+  // Every frame corrupted is every frame rejected: as --loss=1.
+  if (imp.corrupt >= 1.0) return Bad("corrupt", "1 corrupts every frame: nothing can complete");
   ATP_ASSIGN_OR_RETURN(imp.reorder_delay,
                        Duration("reorder_delay_us", absl::GetFlag(FLAGS_reorder_delay_us), 1e3, 0,
                                 /*min_exclusive=*/true));

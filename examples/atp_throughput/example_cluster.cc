@@ -130,7 +130,9 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
   options.fabric_thread = shape.fabric_thread;
   if (shape.ps_on_fabric_thread && !shape.fabric_thread) {
     return absl::InvalidArgumentError(
-        "--ps_on_fabric_thread=1: needs the fabric thread (--fabric_thread=1)");
+        *kind != TransportKind::kLoopback
+            ? "--ps_on_fabric_thread: only with --transport=loopback (kernel UDP has no switch)"
+            : "--ps_on_fabric_thread=1: needs the fabric thread (--fabric_thread=1)");
   }
   options.ps_on_fabric_thread = shape.ps_on_fabric_thread;
   testbed::LocalJob job;
@@ -143,14 +145,11 @@ absl::StatusOr<std::unique_ptr<testbed::LocalCluster>> MakeCluster(const Cluster
   // switch (the fabric's default, 4096, when that is more).
   options.aggregator_count = std::max<size_t>(options.aggregator_count,
                                               RequiredAggregators(job.job, /*jobs=*/1));
-  absl::StatusOr<absl::Duration> floor = RetransmissionFloorFromFlags();
-  if (!floor.ok()) return floor.status();
-  job.job.retransmission_floor = *floor;
-  job.job.initial_retransmission_timeout =
-      std::max(job.job.initial_retransmission_timeout, job.job.retransmission_floor);
+  // With injected loss the backed-off timeout stays short (50 ms): resends
+  // are the common case there. ApplyRetransmissionFlags raises it to the floor.
   job.job.max_retransmission_timeout =
-      std::max(options.loss_rate > 0 ? absl::Milliseconds(50) : absl::Seconds(1),
-               job.job.initial_retransmission_timeout);
+      options.loss_rate > 0 ? absl::Milliseconds(50) : absl::Seconds(1);
+  if (absl::Status s = ApplyRetransmissionFlags(&job.job); !s.ok()) return s;
   options.jobs.push_back(job);
   return testbed::LocalCluster::Create(options);
 }

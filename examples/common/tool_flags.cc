@@ -14,8 +14,10 @@ ABSL_FLAG(std::string, transport, "",
           "atp-throughput --role=worker): 'dpdk' (default: a DPDK port, see --dpdk_port) or "
           "'kernel_udp' (the kernel UDP overlay, when this libatp has it).");
 ABSL_FLAG(int, rto_floor_us, 1000,
-          "Retransmission timeout floor, microseconds, 1..60000000. On a machine with fewer cores than "
-          "threads, scheduling delays beyond it cause spurious resends.");
+          "Workers only (atp-ps refuses it: the PS never retransmits): retransmission timeout "
+          "floor, microseconds, 1..60000000 (past 5 s it raises the stall timeout to twice the "
+          "longest backed-off timeout). On a machine with fewer cores than threads, scheduling "
+          "delays beyond it cause spurious resends.");
 ABSL_FLAG(int, max_sleep_us, 1000,
           "Longest sleep of an idle I/O thread, microseconds, 1..1000000 (a thread sleeps on its queues' "
           "wait fds, so a frame wakes it sooner; on memif, which has none, this bounds the latency "
@@ -50,6 +52,9 @@ absl::StatusOr<PollingOptions> PollingFromFlags() {
                                  .max_sleep_us = absl::GetFlag(FLAGS_max_sleep_us)});
 }
 
+namespace {
+
+// RetransmissionFloorFromFlags: --rto_floor_us, or the error naming it.
 absl::StatusOr<absl::Duration> RetransmissionFloorFromFlags() {
   const int floor_us = absl::GetFlag(FLAGS_rto_floor_us);
   if (absl::Status s = tool::CheckRange("rto_floor_us", floor_us, 1, kMaxRtoFloorUs); !s.ok()) {
@@ -57,6 +62,8 @@ absl::StatusOr<absl::Duration> RetransmissionFloorFromFlags() {
   }
   return absl::Microseconds(floor_us);
 }
+
+}  // namespace
 
 absl::Status ApplyRetransmissionFlags(JobOptions* job) {
   absl::StatusOr<absl::Duration> floor = RetransmissionFloorFromFlags();
@@ -66,6 +73,12 @@ absl::Status ApplyRetransmissionFlags(JobOptions* job) {
       std::max(job->initial_retransmission_timeout, job->retransmission_floor);
   job->max_retransmission_timeout =
       std::max(job->max_retransmission_timeout, job->initial_retransmission_timeout);
+  // JobOptions' rule: a live PS gets two resends before a queue counts as
+  // stalled. A floor past half the stall timeout (10 s by default) takes the
+  // stall timeout with it, so that the whole documented range is usable.
+  if (job->stall_timeout != absl::InfiniteDuration()) {
+    job->stall_timeout = std::max(job->stall_timeout, 2 * job->max_retransmission_timeout);
+  }
   return absl::OkStatus();
 }
 

@@ -37,12 +37,11 @@ inline constexpr int kMaxRtoFloorUs = 60'000'000;
 // --busy_poll; an error naming the flag for a bad value
 // (tool::PollingFromFlags).
 absl::StatusOr<PollingOptions> PollingFromFlags();
-// RetransmissionFloorFromFlags: --rto_floor_us, or the error naming it.
-absl::StatusOr<absl::Duration> RetransmissionFloorFromFlags();
 
-// ApplyRetransmissionFlags: sets job->retransmission_floor and raises the
-// initial and maximum timeouts to at least the floor; the error of
-// RetransmissionFloorFromFlags otherwise.
+// ApplyRetransmissionFlags: sets job->retransmission_floor, raises the
+// initial and maximum timeouts to at least the floor and the stall timeout
+// to at least twice the maximum; an error naming --rto_floor_us
+// for a value out of its range.
 absl::Status ApplyRetransmissionFlags(JobOptions* job);
 
 }  // namespace atp::examples

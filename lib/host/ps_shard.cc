@@ -360,7 +360,7 @@ void PsShard::Rebuild(uint8_t job, uint32_t queue, const ps::RebuildDecision& de
       job, queue,
       decision.mode == ps::RebuildMode::kNewRun   ? "new run"
       : decision.mode == ps::RebuildMode::kResync ? "rebuilt from the run's new joins"
-                                                  : "rebuilt after a restart",
+                                                  : "rebuilt from the first joins since this PS started",
       changed,
       decision.lowest,
       to_replay == 0 && plan.acked_by_all.empty()

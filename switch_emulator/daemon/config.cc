@@ -102,6 +102,9 @@ class Parser {
         return ctx_.ErrorAt(*f, absl::StrCat("mac: '", text,
                                              "' is a multicast MAC (its first byte is odd)"));
       }
+      if (*mac == wire::MacAddress{}) {
+        return ctx_.ErrorAt(*f, absl::StrCat("mac: '", text, "' is the all-zero MAC, no host's"));
+      }
       config_.mac = *mac;
     }
     if (std::optional<YamlField> f = top.Take("aggregators")) {
@@ -275,6 +278,14 @@ class Parser {
           ATP_ASSIGN_OR_RETURN(YamlField peer, m.Require("peer"));
           ATP_RETURN_IF_ERROR(
               ParseSocket(peer, field + ".peer", port.queues, transport::kMaxQueues, &port.peer_ip, &port.peer_port));
+          // The port takes datagrams from the peer's address only: a
+          // wildcard, broadcast or group address matches no sender.
+          if (port.peer_ip.value == 0 || port.peer_ip.value == UINT32_MAX ||
+              IsMulticastGroup(port.peer_ip)) {
+            return ctx_.ErrorAt(peer, absl::StrCat(field, ".peer: ", port.peer_ip.ToString(),
+                                                   " is not one host's address (the port takes "
+                                                   "datagrams from the peer only)"));
+          }
           break;
         }
       }
@@ -557,6 +568,13 @@ class Parser {
         if (IsMulticastGroup(ip) || ip.value == 0 || ip.value == ~uint32_t{0}) {
           return ctx_.ErrorAt(item, absl::StrCat(kfield, ": ", ip.ToString(),
                                                  " is not a host address"));
+        }
+        if (ip == config_.address) {
+          return ctx_.ErrorAt(item, absl::StrCat(kfield, ": ", ip.ToString(),
+                                                 " is this switch's own address"));
+        }
+        if (std::find(job->ps.begin(), job->ps.end(), ip) != job->ps.end()) {
+          return ctx_.ErrorAt(item, absl::StrCat(kfield, ": ", ip.ToString(), " is listed twice"));
         }
         job->ps.push_back(ip);
       }

@@ -262,6 +262,12 @@ TEST(SwitchdConfigTest, PortsOpenDistinctResources) {
                           "  - {name: c, type: kernel_udp, bind: '127.0.0.2:1000', peer: '127.0.0.1:3000'}\n"),
                   kPath)
                   .ok());
+  for (const char* peer : {"0.0.0.0", "255.255.255.255", "239.1.0.1"}) {
+    EXPECT_EQ(ErrorOf(Minimal(absl::StrCat("  - {name: b, type: kernel_udp, bind: '127.0.0.1:1000', "
+                                           "peer: '", peer, ":2000'}\n"))),
+              At(5) + "ports[1].peer: " + peer +
+                  " is not one host's address (the port takes datagrams from the peer only)");
+  }
   EXPECT_THAT(ErrorOf(Minimal("  - {name: b, type: kernel_udp, bind: '127.0.0.1:1000', peer: '127.0.0.1:1000'}\n")),
               StartsWith(At(5) + "ports[1]: port 'b' would send to 127.0.0.1:1000, which this "
                                  "switch's port 'b' binds itself (a loop"));
@@ -278,6 +284,8 @@ TEST(SwitchdConfigTest, SwitchAddressAndDpdkLogLevel) {
             At(2) + "address: 0.0.0.0 is not a unicast host address");
   EXPECT_EQ(ErrorOf(Minimal("mac: '01:00:5e:00:00:01'\n")),
             At(5) + "mac: '01:00:5e:00:00:01' is a multicast MAC (its first byte is odd)");
+  EXPECT_EQ(ErrorOf(Minimal("mac: '00:00:00:00:00:00'\n")),
+            At(5) + "mac: '00:00:00:00:00:00' is the all-zero MAC, no host's");
   EXPECT_THAT(ErrorOf(Minimal("dpdk: {log_level: loud}\n")),
               StartsWith(At(5) + "dpdk.log_level: expected one of emergency, alert"));
   absl::StatusOr<SwitchdConfig> config = ParseSwitchdConfig(Minimal("dpdk: {log_level: '7'}\n"), kPath);
@@ -401,6 +409,10 @@ TEST(SwitchdConfigTest, BadAdmissionIsRefusedNamingTheKey) {
   EXPECT_EQ(ErrorOf(AdmissionConfig(", ps: [239.1.0.1]")),
             At(14) + "jobs[0].ps[0]: 239.1.0.1 is not a host address");
   EXPECT_EQ(ErrorOf(AdmissionConfig(", ps: []")), At(14) + "jobs[0].ps: needs at least one address");
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", ps: [10.1.200.1, 10.1.200.1]")),
+            At(14) + "jobs[0].ps[1]: 10.1.200.1 is listed twice");
+  EXPECT_EQ(ErrorOf(AdmissionConfig(", ps: [10.255.0.1]")),
+            At(14) + "jobs[0].ps[0]: 10.255.0.1 is this switch's own address");
   EXPECT_EQ(ErrorOf(AdmissionConfig(", ps: [10.1.200.1], parameters_from: [up]")),
             At(14) + "jobs[0].parameters_from: give either it or jobs[0].ps (whose routes name "
                      "the ports), not both");

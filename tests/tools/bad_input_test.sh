@@ -47,6 +47,21 @@ accept() {
   fi
 }
 
+# expect_failure MESSAGE TOOL ARGS...: TOOL ARGS runs and fails (exit 1),
+# saying why on stderr (MESSAGE).
+expect_failure() {
+  local message="$1" tool="$2"
+  shift 2
+  cases=$((cases + 1))
+  local rc=0
+  timeout 60 "${path[$tool]}" "$@" >"$dir/out" 2>"$dir/err" </dev/null || rc=$?
+  if [[ $rc -ne 1 ]] || ! grep -qF -- "$message" "$dir/err"; then
+    failures=$((failures + 1))
+    echo "FAIL: $tool $* -> exit $rc (want 1 and '$message'); stderr:"
+    sed 's/^/    /' "$dir/err" | head -n 5
+  fi
+}
+
 # A worker and a PS over the kernel UDP overlay (no DPDK needed); nothing
 # listens there, and every case below must stop before it sends anything.
 worker=(--role=worker --rank=0 --transport=kernel_udp --udp_bind=127.0.0.1:47000
@@ -62,12 +77,14 @@ expect "--min_sleep_us" atp-throughput --min_sleep_us=2000 --max_sleep_us=1000
 expect "--spin_iterations" atp-throughput --spin_iterations=-1
 expect "--spin_iterations" atp-throughput --busy_poll --spin_iterations=5
 expect "--rto_floor_us" atp-throughput --rto_floor_us=0
+expect "--rto_floor_us" atp-throughput --rto_floor_us=60000001
 expect "--io_threads" atp-throughput --io_threads=-1
 expect "--cluster_threads" atp-throughput --workers=2 --cluster_threads=4
 expect "--cluster_threads" atp-throughput --cluster_threads=-2
 expect "--fabric_thread" atp-throughput --fabric_thread=2
 expect "--fabric_thread" atp-throughput --transport=kernel_udp --fabric_thread=1
 expect "--ps_on_fabric_thread" atp-throughput --fabric_thread=0 --ps_on_fabric_thread=1
+expect "only with --transport=loopback" atp-throughput --transport=kernel_udp --ps_on_fabric_thread=1
 expect "--ps_on_fabric_thread" atp-throughput --ps_on_fabric_thread=2
 expect "--slots" atp-throughput --slots=100
 expect "--window" atp-throughput --window=300 --slots=256
@@ -81,6 +98,10 @@ expect "--switches" atp-throughput --switches=three_level
 # say so and are taken.
 accept atp-throughput --transport=kernel_udp --switches=auto --tensor_floats=62 --iterations=1
 accept atp-throughput --transport=kernel_udp --switches=none --tensor_floats=62 --iterations=1
+# The whole documented range of --rto_floor_us (a floor past 5 s takes the
+# stall timeout with it).
+accept atp-throughput --rto_floor_us=60000000 --tensor_floats=62 --iterations=1
+accept atp-ping --rto_floor_us=60000000 --count=3
 expect "--seed" atp-throughput --seed=2
 expect "--deadline_s" atp-throughput --deadline_s=5
 expect "--udp_bind" atp-throughput --udp_bind=127.0.0.1:47000
@@ -232,6 +253,11 @@ expect "--values" atp-ping --values=2000000000
 expect "--values" atp-ping --count=10000000 --values=10000000
 expect "--rto_floor_us" atp-ping --rto_floor_us=-1
 expect "--switches" atp-ping --transport=kernel_udp --switches=single
+expect "--ping_timeout_s" atp-ping --ping_timeout_s=0
+expect "--ping_timeout_s" atp-ping --ping_timeout_s=3601
+# A ping that never completes (the fabric drops nearly everything): the run
+# fails naming the worker and the ping, with no statistics made up.
+expect_failure "worker 0 stopped at ping 0 (warm-up)" atp-ping --loss=0.99 --count=3 --ping_timeout_s=0.2
 
 # --- atp-sim
 expect "--workers" atp-sim --scenario=loss-sweep --workers=8
@@ -242,6 +268,7 @@ expect "--plot_interval_us" atp-sim --plot="$dir/p.svg" --plot_interval_us=inf
 expect "--plot_interval_us" atp-sim --plot="$dir/p.svg" --plot_interval_us=1e-9
 expect "--plot" atp-sim --plot=/nonexistent-atp-dir/x.png
 expect "--reorder_delay_us" atp-sim --reorder_delay_us=5
+expect "--corrupt" atp-sim --corrupt=1
 expect "--ps_link_gbps" atp-sim --ps_link_gbps=-1
 expect "--ps_link_gbps" atp-sim --ps_link_gbps=nan
 expect "--ps_packet_ns" atp-sim --ps_packet_ns=-5
