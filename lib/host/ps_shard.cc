@@ -210,6 +210,12 @@ void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMess
   // pieces it never saw (WorkerIoLoop::RedeclarePieces).
   if (!Synchronized(job, queue)) RequestJoin(job, queue, now);
   JobControl& state = Control(job);
+  // A new run's kOpBegin ahead of its join (lost or late): hold the queue
+  // back as its join would.
+  if (state.tracker.OnOtherIncarnation(engine_.served_index(queue), *worker, control.incarnation)) {
+    NoteSynchronization(job, queue, *worker, state.tracker.Unsynchronized(engine_.served_index(queue)));
+    RequestJoin(job, queue, now);
+  }
   const ps::OpLedger::Outcome outcome =
       state.ledger.OnOpBegin(engine_.served_index(queue), *worker, control.incarnation, body);
   protocol::StatusBody status;
@@ -335,7 +341,7 @@ void PsShard::NoteSynchronization(uint8_t job, uint32_t queue, int worker, bool 
   }
   if (unsynchronized && !was) {
     internal::Logger().info(
-        "parameter server: job {} queue {}: worker {} joined as another run than the one the "
+        "parameter server: job {} queue {}: worker {} is of another run than the one the "
         "queue serves; gradients are held back until every worker has joined as one run",
         job, queue, worker);
   }
@@ -355,12 +361,12 @@ void PsShard::Rebuild(uint8_t job, uint32_t queue, const ps::RebuildDecision& de
   uint64_t to_replay = 0;
   for (const ps::ReplayRange& range : replays) to_replay += range.end - range.first;
   internal::Logger().info(
-      "parameter server: job {} queue {}: {} from the workers' joins: {} slot(s) now wait from "
-      "position {}{}",
+      "parameter server: job {} queue {}: rebuilt from the workers' joins ({}): {} slot(s) now "
+      "wait from position {}{}",
       job, queue,
-      decision.mode == ps::RebuildMode::kNewRun   ? "new run"
-      : decision.mode == ps::RebuildMode::kResync ? "rebuilt from the run's new joins"
-                                                  : "rebuilt from the first joins since this PS started",
+      decision.mode == ps::RebuildMode::kNewRun   ? "a new run"
+      : decision.mode == ps::RebuildMode::kResync ? "the run it serves, joining again"
+                                                  : "the first since this PS started",
       changed,
       decision.lowest,
       to_replay == 0 && plan.acked_by_all.empty()

@@ -53,6 +53,19 @@ bool RunTracker::Joined(uint32_t queue_index, int worker, uint64_t incarnation) 
   return q.joins[static_cast<size_t>(worker)].incarnation == incarnation;
 }
 
+bool RunTracker::OnOtherIncarnation(uint32_t queue_index, int worker, uint64_t incarnation) {
+  if (queue_index >= queues_.size()) return false;
+  QueueState& q = queues_[queue_index];
+  if (!q.any_synced || worker < 0 || static_cast<size_t>(worker) >= q.joins.size()) return false;
+  Join& latest = q.joins[static_cast<size_t>(worker)];
+  if (incarnation == q.synced[static_cast<size_t>(worker)] || incarnation == latest.incarnation) {
+    return false;
+  }
+  // No body to decide with: the worker's join (asked for) brings one.
+  latest = Join{incarnation, protocol::JoinBody{}, /*fresh=*/false};
+  return true;
+}
+
 bool RunTracker::Unsynchronized(uint32_t queue_index) const {
   if (queue_index >= queues_.size()) return false;
   const QueueState& q = queues_[queue_index];

@@ -62,6 +62,14 @@ class RunTracker {
   // `incarnation` (it belongs to the run the PS last heard from).
   bool Joined(uint32_t queue_index, int worker, uint64_t incarnation) const;
 
+  // OnOtherIncarnation: `worker` sent a control frame other than a join
+  // (a kOpBegin) as `incarnation` on served queue `queue_index`. Once the
+  // queue had a decision, an incarnation that is neither the synchronized
+  // one nor that of the worker's latest join is a run whose join is lost or
+  // still on its way: it counts as that worker's latest (Unsynchronized),
+  // without a join to decide with. True when it did.
+  bool OnOtherIncarnation(uint32_t queue_index, int worker, uint64_t incarnation);
+
   // Unsynchronized: served queue `queue_index` had a decision, and some
   // worker's latest join since names another incarnation than the one that
   // decision was made with: a new run is joining (until every worker has),

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "lib/host/ps_shard.h"
 #include "lib/protocol/join_message.h"
+#include "lib/protocol/op_begin_message.h"
 #include "lib/protocol/replay_message.h"
 #include "lib/protocol/status_message.h"
 #include "lib/wire/control_message.h"
@@ -277,6 +278,84 @@ TEST(PsNewRunTest, ANewRunGetsNothingOfTheRunBefore) {
   ps.AddTo(stats);
   EXPECT_EQ(stats.unsynchronized_gradients, 2u);
   EXPECT_EQ(stats.rebuilds, 1u);  // run 1's (run 0's first decision changed no slot)
+}
+
+TEST(PsNewRunTest, ANewRunWhoseJoinIsLostIsHeldBackFromItsOpBegin) {
+  auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  PsShard& ps = **created;
+  Sent sent;
+  TimePoint now = TimePoint::FromNanoseconds(1'000'000);
+  for (int w = 0; w < kWorkers; ++w) {
+    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0)),
+                 now, sent);
+  }
+  for (int w = 0; w < kWorkers; ++w) ps.OnMessage(Gradient(w, 0, 1), now, sent);
+  ASSERT_TRUE(sent.Result(0).has_value());
+
+  // Run 1's joins are lost; worker 0's kOpBegin for its first operation
+  // arrives, then resends of 0 from both workers.
+  sent.messages.clear();
+  wire::ControlMessage op_begin;
+  protocol::EncodeOpBegin({.piece = 0, .first_position = 0, .positions = 1, .op_values = 62},
+                          op_begin);
+  ps.OnMessage(testing::WorkerControl(kJob, 0, kWorkers, 0, 0, op_begin, /*run=*/1), now, sent);
+  ps.OnMessage(Resend(0, 0, 5), now, sent);
+  ps.OnMessage(Resend(1, 0, 7), now, sent);
+  EXPECT_FALSE(sent.Result(0).has_value()) << "run 0's result handed to run 1";
+  std::vector<protocol::StatusBody> statuses = sent.Statuses();
+  ASSERT_FALSE(statuses.empty());
+  EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kJoinRequest);
+  ParameterServerStats stats;
+  ps.AddTo(stats);
+  EXPECT_EQ(stats.unsynchronized_gradients, 2u);
+
+  // Asked, run 1 joins: a new run, and 0 completes with run 1's sum.
+  sent.messages.clear();
+  for (int w = 0; w < kWorkers; ++w) {
+    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 1),
+                                      /*run=*/1),
+                 now, sent);
+  }
+  ps.OnMessage(Resend(0, 0, 5), now, sent);
+  ps.OnMessage(Resend(1, 0, 7), now, sent);
+  const std::optional<wire::AtpMessage> result = sent.Result(0);
+  ASSERT_TRUE(result.has_value());
+  for (uint32_t word : result->payload) EXPECT_EQ(word, 12u);
+}
+
+TEST(PsNewRunTest, AStaleOpBeginOfADeadRunCostsOneRoundOfJoins) {
+  auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
+  ASSERT_TRUE(created.ok()) << created.status();
+  PsShard& ps = **created;
+  Sent sent;
+  const TimePoint now = TimePoint::FromNanoseconds(1'000'000);
+  for (int w = 0; w < kWorkers; ++w) {
+    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0),
+                                      /*run=*/1),
+                 now, sent);
+  }
+  // A kOpBegin of run 0 (dead) arrives late: held back until the run the
+  // queue serves joins again (kResync), then everything goes on.
+  wire::ControlMessage op_begin;
+  protocol::EncodeOpBegin({.piece = 0, .first_position = 0, .positions = 1, .op_values = 62},
+                          op_begin);
+  ps.OnMessage(testing::WorkerControl(kJob, 1, kWorkers, 0, 0, op_begin, /*run=*/0), now, sent);
+  ps.OnMessage(Gradient(0, 0, 1), now, sent);
+  ParameterServerStats stats;
+  ps.AddTo(stats);
+  EXPECT_EQ(stats.unsynchronized_gradients, 1u);
+  for (int w = 0; w < kWorkers; ++w) {
+    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0),
+                                      /*run=*/1),
+                 now, sent);
+  }
+  sent.messages.clear();
+  for (int w = 0; w < kWorkers; ++w) ps.OnMessage(Gradient(w, 0, 1), now, sent);
+  ASSERT_TRUE(sent.Result(0).has_value());
+  stats = {};
+  ps.AddTo(stats);
+  EXPECT_EQ(stats.unsynchronized_gradients, 1u);
 }
 
 TEST(PsNewRunTest, AWorkerRestartedAloneGetsNoResultOfTheRunItLeft) {
