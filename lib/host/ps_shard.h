@@ -195,13 +195,13 @@ class PsShard {
     return (synchronized_queues_[job] >> (queue & (wire::kMaxQueues - 1)) & 1u) != 0;
   }
   // Unsynchronized: `job`'s `queue` was rebuilt before, and a worker has
-  // since joined as another run (ps::RunTracker::Unsynchronized): its
-  // gradients are held back.
+  // since joined, or sent a kOpBegin, as another run
+  // (ps::RunTracker::Unsynchronized): its gradients are held back.
   bool Unsynchronized(uint8_t job, uint32_t queue) const {
     return (unsynchronized_queues_[job] >> (queue & (wire::kMaxQueues - 1)) & 1u) != 0;
   }
-  // NoteSynchronization: after `worker`'s join on `job`'s `queue`, whether
-  // the queue is Unsynchronized (logged when it becomes so).
+  // NoteSynchronization: after `worker`'s join or kOpBegin on `job`'s
+  // `queue`, whether the queue is Unsynchronized (logged when it becomes so).
   void NoteSynchronization(uint8_t job, uint32_t queue, int worker, bool unsynchronized);
   // SendStatus: multicasts `status` to `job`'s workers on `queue` (encoder_.out set).
   void SendStatus(uint8_t job, uint32_t queue, const protocol::StatusBody& status);

@@ -71,8 +71,8 @@ class RunTracker {
   bool OnOtherIncarnation(uint32_t queue_index, int worker, uint64_t incarnation);
 
   // Unsynchronized: served queue `queue_index` had a decision, and some
-  // worker's latest join since names another incarnation than the one that
-  // decision was made with: a new run is joining (until every worker has),
+  // worker's latest join since (or kOpBegin: OnOtherIncarnation) names
+  // another incarnation than the one that decision was made with: a new run is joining (until every worker has),
   // or a worker restarted alone. What the PS holds of the queue is then
   // another run's, as seen by that worker.
   bool Unsynchronized(uint32_t queue_index) const;
