@@ -11,7 +11,8 @@
 #     file, and `down` stops it;
 #   - down --dir=/new/x creates nothing; down on a directory that holds no
 #     testbed leaves it alone;
-#   - the udp block `up` picks is a multiple of 64 in 20000-39999.
+#   - the udp block `up` picks is a multiple of 64 in 20000-39999;
+#   - down stops a PS whose binary was rebuilt while it ran.
 #
 #   scripts_cli.sh --switchd=BIN --ps=BIN --throughput=BIN
 #
@@ -33,6 +34,13 @@ done
 
 scratch=$(mktemp -d /tmp/atp-cli.XXXXXX)
 dir="$scratch/tb"
+# The PS runs from a copy, so that the test can rebuild it under the
+# running testbed (below).
+if [[ -n "${ATP_PS:-}" ]]; then
+  mkdir "$scratch/bin"
+  cp "$ATP_PS" "$scratch/bin/atp-ps"
+  export ATP_PS="$scratch/bin/atp-ps"
+fi
 finish() {
   local status=$?
   "$testbed" down --dir="$dir" >/dev/null 2>&1 || true
@@ -139,7 +147,15 @@ expect 1 "ps1 is running already" "$testbed" start-ps --dir="$dir" ps1
 expect 2 "stats needs exactly one NAME" "$testbed" stats --dir="$dir"
 expect 2 "unknown switch 'w1r0i0'" "$testbed" stats --dir="$dir" w1r0i0
 expect 1 "a testbed is up in" "$testbed" up --variant=udp --racks=1 --dir="$dir"
+# A rebuild while the testbed runs (the linker replaces the file): the
+# running PS's /proc/PID/exe then reads "PATH (deleted)", and down must still
+# know it for its own.
+if [[ -n "${ATP_PS:-}" ]]; then
+  cp "$ATP_PS" "$ATP_PS.new"
+  mv -f "$ATP_PS.new" "$ATP_PS"
+fi
 "$testbed" down --dir="$dir"
+kill -0 "$ps_pid" 2>/dev/null && fail "down left ps1 running (its binary rebuilt under it)"
 if kill -0 "$first" 2>/dev/null; then fail "down left the first worker (pid $first) running"; fi
 wait "$first" 2>/dev/null || true
 kill -0 "$switch_pid" 2>/dev/null && fail "down left tor0 running"
