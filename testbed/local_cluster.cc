@@ -242,10 +242,12 @@ absl::Status LocalCluster::RestartParameterServer(size_t job, size_t index,
   return absl::OkStatus();
 }
 
-absl::Status LocalCluster::RecreateWorkers(size_t job) {
+absl::Status LocalCluster::RecreateWorkers(
+    size_t job, const std::function<void(size_t rank, WorkerOptions& options)>& adjust) {
   Job& j = jobs_[job];
   for (std::unique_ptr<Worker>& worker : j.workers) worker.reset();
   for (size_t rank = 0; rank < j.workers.size(); ++rank) {
+    if (adjust) adjust(rank, j.worker_options[rank]);
     ATP_ASSIGN_OR_RETURN(j.workers[rank],
                          Worker::Create(j.worker_options[rank], *j.worker_devices[rank]));
   }

@@ -142,8 +142,10 @@ class LocalCluster {
   absl::Status RestartParameterServer(size_t job, size_t index,
                                       const std::function<void()>& while_stopped = nullptr);
   // RecreateWorkers: destroys every Worker of job `job` (their operations
-  // finish cancelled) and creates new ones with the same options: a new run.
-  absl::Status RecreateWorkers(size_t job);
+  // finish cancelled) and creates new ones with the same options, or as
+  // `adjust` changes them (kept for later recreations): a new run.
+  absl::Status RecreateWorkers(
+      size_t job, const std::function<void(size_t rank, WorkerOptions& options)>& adjust = nullptr);
 
   // Addresses (see the header comment).
   static wire::Ipv4Address WorkerIp(uint8_t job, int rack, int index);

@@ -306,14 +306,19 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
       join.layout_fingerprint != fingerprint) {
     return report(protocol::MismatchField::kLayout, fingerprint, join.layout_fingerprint);
   }
-  if (!state.has_reference) {
-    state.has_reference = true;
-    state.io_threads = join.io_threads;
-    state.scale_bits = scale_bits;
-  } else if (join.io_threads != state.io_threads) {
-    return report(protocol::MismatchField::kIoThreads, state.io_threads, join.io_threads);
-  } else if (scale_bits != state.scale_bits) {
-    return report(protocol::MismatchField::kScale, state.scale_bits, scale_bits);
+  // A worker of the run the queue serves is held to that run's values; one
+  // of another incarnation (a new run) to those of the first of its run to
+  // join, which the new run's decision makes the reference.
+  const bool of_another_run =
+      Synchronized(job, queue) &&
+      !state.tracker.SynchronizedWith(engine_.served_index(queue), worker, control.incarnation);
+  JobControl::Reference& reference = of_another_run ? state.next_run : state.reference;
+  if (!reference.set) {
+    reference = {true, join.io_threads, scale_bits};
+  } else if (join.io_threads != reference.io_threads) {
+    return report(protocol::MismatchField::kIoThreads, reference.io_threads, join.io_threads);
+  } else if (scale_bits != reference.scale_bits) {
+    return report(protocol::MismatchField::kScale, reference.scale_bits, scale_bits);
   }
 
   const std::optional<ps::RebuildDecision> decision =
@@ -322,9 +327,11 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
   if (!decision.has_value()) return;
   synchronized_queues_[job] |= uint16_t{1} << queue;
   if (decision->mode == ps::RebuildMode::kNewRun) {
-    // A new run may use new values: its first joiner sets them again.
-    state.io_threads = join.io_threads;
-    state.scale_bits = scale_bits;
+    // A new run may use new values: those its first joiner set. (A job's
+    // other queues decide on their own; their joins of the new run are then
+    // held to these values as the run served.)
+    if (state.next_run.set) state.reference = state.next_run;
+    state.next_run = {};
     state.ledger.Reset(engine_.served_index(queue));
   }
   Rebuild(job, queue, *decision);

@@ -212,9 +212,17 @@ class PsShard {
         : tracker(workers, served_queues), ledger(workers, served_queues), replays(served_queues) {}
     ps::RunTracker tracker;
     ps::OpLedger ledger;
-    bool has_reference = false;  // io_threads and scale of the first worker that joined
-    uint32_t io_threads = 0;
-    uint64_t scale_bits = 0;
+    // Reference: io_threads and scale of the first worker that joined as a
+    // run; every other worker of the run must agree.
+    struct Reference {
+      bool set = false;
+      uint32_t io_threads = 0;
+      uint64_t scale_bits = 0;
+    };
+    Reference reference;  // the run the queues serve (or the first to join)
+    // next_run: that of a run joining in other incarnations (a new run),
+    // until a decision makes it the run served.
+    Reference next_run;
     std::array<TimePoint, wire::kMaxQueues> next_join_request{};
     // Replays asked for after a restart, per served queue, until their
     // positions no longer wait (lib/ps/recovery_plan.h).

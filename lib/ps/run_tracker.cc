@@ -53,6 +53,13 @@ bool RunTracker::Joined(uint32_t queue_index, int worker, uint64_t incarnation) 
   return q.joins[static_cast<size_t>(worker)].incarnation == incarnation;
 }
 
+bool RunTracker::SynchronizedWith(uint32_t queue_index, int worker, uint64_t incarnation) const {
+  if (queue_index >= queues_.size()) return false;
+  const QueueState& q = queues_[queue_index];
+  if (worker < 0 || static_cast<size_t>(worker) >= q.synced.size()) return false;
+  return q.synced[static_cast<size_t>(worker)] == incarnation;
+}
+
 bool RunTracker::OnOtherIncarnation(uint32_t queue_index, int worker, uint64_t incarnation) {
   if (queue_index >= queues_.size()) return false;
   QueueState& q = queues_[queue_index];

@@ -58,6 +58,10 @@ class RunTracker {
   std::optional<RebuildDecision> OnJoin(uint32_t queue_index, int worker, uint64_t incarnation,
                                         const protocol::JoinBody& join);
 
+  // SynchronizedWith: the last decision on served queue `queue_index` was
+  // made with `worker` as `incarnation`.
+  bool SynchronizedWith(uint32_t queue_index, int worker, uint64_t incarnation) const;
+
   // Joined: `worker`'s latest join on served queue `queue_index` is of
   // `incarnation` (it belongs to the run the PS last heard from).
   bool Joined(uint32_t queue_index, int worker, uint64_t incarnation) const;

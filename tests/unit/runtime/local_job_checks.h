@@ -30,18 +30,19 @@ inline std::vector<float> Values(size_t n, uint32_t seed) {
 }
 
 // ExactSum: dequantize(sum of quantized inputs), computed independently.
-inline std::vector<float> ExactSum(const std::vector<std::vector<float>>& inputs) {
+inline std::vector<float> ExactSum(const std::vector<std::vector<float>>& inputs,
+                                   double scale = kDefaultScale) {
   const size_t n = inputs[0].size();
   std::vector<int64_t> sum(n, 0);
   std::vector<int32_t> q(n);
   for (const auto& in : inputs) {
-    Quantize(in, kDefaultScale, q);
+    Quantize(in, scale, q);
     for (size_t i = 0; i < n; ++i) sum[i] += q[i];
   }
   std::vector<int32_t> s32(n);
   for (size_t i = 0; i < n; ++i) s32[i] = static_cast<int32_t>(sum[i]);
   std::vector<float> out(n);
-  Dequantize(s32, kDefaultScale, out);
+  Dequantize(s32, scale, out);
   return out;
 }
 

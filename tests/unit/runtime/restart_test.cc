@@ -46,7 +46,8 @@ LocalJob Job(int workers) { return testing::SmallJob(/*job_id=*/4, workers, absl
 // before any is waited for; `between` runs after submission, before the
 // waits. Expects every result exact.
 void ExpectExactRound(LocalCluster& cluster, size_t ops, size_t size, uint32_t seed,
-                      const std::function<void()>& between = nullptr) {
+                      const std::function<void()>& between = nullptr,
+                      double scale = kDefaultScale) {
   const size_t workers = cluster.num_workers(0);
   std::vector<std::vector<std::vector<float>>> inputs(ops);
   std::vector<std::vector<std::vector<float>>> outputs(ops);
@@ -65,7 +66,7 @@ void ExpectExactRound(LocalCluster& cluster, size_t ops, size_t size, uint32_t s
   if (between) between();
   for (Handle& h : handles) ASSERT_TRUE(h.Wait(kDeadline).ok()) << h.status();
   for (size_t op = 0; op < ops; ++op) {
-    const std::vector<float> expected = ExactSum(inputs[op]);
+    const std::vector<float> expected = ExactSum(inputs[op], scale);
     for (size_t w = 0; w < workers; ++w) {
       EXPECT_EQ(outputs[op][w], expected) << "operation " << op << " worker " << w;
     }
@@ -369,6 +370,26 @@ void ExpectNamedMismatch(LocalCluster& cluster, const char* field,
     EXPECT_NE(std::find(named.begin(), named.end(), failure->workers), named.end()) << status;
     EXPECT_EQ(failure->detail, field) << status;
   }
+}
+
+TEST(MismatchTest, ANewRunMayChangeTheScaleButItsWorkersMustAgree) {
+  // docs/protocol.md: "A new run resets that reference". The PS is not
+  // restarted between the runs.
+  auto cluster = testing::StartCluster(Job(2), FabricAggregation::kSingleSwitch);
+  ASSERT_NE(cluster, nullptr);
+  ExpectExactRound(*cluster, /*ops=*/1, /*size=*/2000, /*seed=*/10);
+  const auto scale_of_all = [](double scale) {
+    return [scale](size_t, WorkerOptions& o) { o.job.scale = scale; };
+  };
+  ASSERT_TRUE(cluster->RecreateWorkers(0, scale_of_all(1e7)).ok());
+  ExpectExactRound(*cluster, /*ops=*/1, /*size=*/2000, /*seed=*/20, nullptr, /*scale=*/1e7);
+  ASSERT_TRUE(cluster->RecreateWorkers(0, scale_of_all(kDefaultScale)).ok());
+  ExpectExactRound(*cluster, /*ops=*/1, /*size=*/2000, /*seed=*/30);
+  // Within one run the workers still must agree: worker 1 is named.
+  ASSERT_TRUE(cluster->RecreateWorkers(0, [](size_t rank, WorkerOptions& o) {
+                if (rank == 1) o.job.scale = 1e6;
+              }).ok());
+  ExpectNamedMismatch(*cluster, "scale", {{1}, {0}});
 }
 
 TEST(MismatchTest, DifferentIoThreadsAreNamed) {
