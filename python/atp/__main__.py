@@ -27,10 +27,15 @@ def main(argv):
     if args.command and args.command[0] == "--":
         args.command = args.command[1:]
     try:
-        cluster = local.LocalCluster(args.world_size, args.job, args.io_threads)
+        cluster = local.LocalCluster(args.world_size, args.job, args.io_threads,
+                                     args.ready_timeout_s)
         del cluster
     except ValueError as e:
-        print("python -m atp local: --%s" % e, file=sys.stderr)
+        # The message names LocalCluster's argument; the flag of job_id is --job.
+        message = str(e)
+        if message.startswith("job_id:"):
+            message = "job:" + message[len("job_id:"):]
+        print("python -m atp local: --%s" % message, file=sys.stderr)
         return 2
     return local.supervise(args)
 

@@ -25,6 +25,7 @@ Two layers:
 import contextlib
 import ctypes
 import json
+import math
 import os
 import random
 import shutil
@@ -149,6 +150,9 @@ class LocalCluster:
             raise ValueError("job_id: %d is not in 1..255" % job_id)
         if not 1 <= io_threads <= 16:
             raise ValueError("io_threads: %d is not in 1..16" % io_threads)
+        if not (math.isfinite(ready_timeout_s) and ready_timeout_s > 0):
+            raise ValueError("ready_timeout_s: %s is not a positive number of seconds"
+                             % ready_timeout_s)
         self.world_size, self.job_id, self.io_threads = world_size, job_id, io_threads
         self.ready_timeout_s = ready_timeout_s
         self._rng = random.Random(seed)

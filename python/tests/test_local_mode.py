@@ -103,10 +103,17 @@ def test_cli_runs_the_command_and_passes_its_status():
     assert_nothing_left(job)
 
 
-def test_cli_refuses_bad_flags():
-    r = subprocess.run([sys.executable, "-m", "atp", "local", "--world_size=40"],
+@pytest.mark.parametrize("flags, named", [
+    (["--world_size=40"], "--world_size"),
+    (["--world_size=2", "--job=0"], "--job: 0"),
+    (["--world_size=2", "--ready_timeout_s=-5"], "--ready_timeout_s"),
+    (["--world_size=2", "--ready_timeout_s=0"], "--ready_timeout_s"),
+    (["--world_size=2", "--ready_timeout_s=nan"], "--ready_timeout_s"),
+])
+def test_cli_refuses_bad_flags(flags, named):
+    r = subprocess.run([sys.executable, "-m", "atp", "local"] + flags + ["--", "true"],
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "world_size" in r.stderr
+    assert r.returncode == 2 and named in r.stderr, (r.returncode, r.stderr)
 
 
 RANK_DIES = textwrap.dedent("""

@@ -7,8 +7,8 @@
 # start running and be stopped by it (status 124): a failure here. A few
 # cases check the other side: a value the mode allows is taken (accept).
 #   bad_input_test.sh HAVE_DPDK(0|1) TOOL_PATH...
-#     the paths of atp-throughput, atp-ps, atp-ping, atp-sim, embedded-ps and
-#     atp-switchd (each found by its file name).
+#     the paths of atp-throughput, atp-ps, atp-ping, atp-sim, embedded-ps,
+#     atp-switchd and tools/plot/atp_sim_plot.py (each found by its file name).
 set -uo pipefail
 have_dpdk="$1"
 shift
@@ -258,6 +258,17 @@ expect "--ping_timeout_s" atp-ping --ping_timeout_s=3601
 # A ping that never completes (the fabric drops nearly everything): the run
 # fails naming the worker and the ping, with no statistics made up.
 expect_failure "worker 0 stopped at ping 0 (warm-up)" atp-ping --loss=0.99 --count=3 --ping_timeout_s=0.2
+
+# --- tools/plot/atp_sim_plot.py (what atp-sim --plot runs)
+echo '{"samples": []}' >"$dir/empty.json"
+echo 'not json' >"$dir/garbage.json"
+echo '{}' >"$dir/other.json"
+expect "garbage.json" atp_sim_plot.py "$dir/garbage.json" "$dir/p.png"
+expect "not what atp-sim --plot writes" atp_sim_plot.py "$dir/other.json" "$dir/p.png"
+expect "no samples to plot" atp_sim_plot.py "$dir/empty.json" "$dir/p.png"
+expect "missing.json" atp_sim_plot.py "$dir/missing.json" "$dir/p.png"
+expect "no directory" atp_sim_plot.py "$dir/empty.json" /nonexistent-atp-dir/p.png
+expect "usage" atp_sim_plot.py "$dir/empty.json" "$dir/p.jpg"
 
 # --- atp-sim
 expect "--workers" atp-sim --scenario=loss-sweep --workers=8

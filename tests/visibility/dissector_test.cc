@@ -20,7 +20,9 @@
 #include "absl/strings/str_split.h"
 #include "atp/capture.h"
 #include "gtest/gtest.h"
+#include "atp/wire.h"
 #include "lib/capture/pcap_ring.h"
+#include "lib/wire/control_message.h"
 #include "nlohmann/json.hpp"
 
 namespace atp {
@@ -194,6 +196,49 @@ TEST_F(DissectorTest, VerboseTreeNamesTheProtocolAndValues) {
   EXPECT_NE(run.output.find("ATP in-network aggregation"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("FanIn0 (workers in the rack): 4"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("Values: 62 x int32"), std::string::npos) << run.output;
+}
+
+TEST_F(DissectorTest, ControlFramesShowAsControlWithTheirTypeSenderAndIncarnation) {
+  // A kJoin from worker 1 of a rack of 2 (job 3), as a Worker sends it: its
+  // header has fp, resend and collision set, which no data packet has.
+  wire::ControlMessage control;
+  control.type = wire::ControlType::kJoin;
+  control.sender = 1;
+  control.incarnation = 0x1122334455667788;
+  wire::FrameFields frame;
+  frame.src_ip = *wire::Ipv4Address::Parse("10.3.0.2");
+  frame.dst_ip = *wire::Ipv4Address::Parse("10.3.200.1");
+  const wire::AtpMessage message = wire::MakeWorkerControl(
+      3, {.worker_in_rack = 1, .fan_in0 = 2}, /*queue=*/0, /*position=*/0, control);
+  frame.header = message.header;
+  std::vector<uint8_t> bytes(wire::kFrameBytes);
+  wire::EncodeFrame(frame, message.payload, wire::kDefaultBasePort,
+                    std::span<uint8_t, wire::kFrameBytes>(bytes.data(), wire::kFrameBytes));
+  capture::PcapRingOptions options;
+  options.directory = dir_;
+  options.stem = "control.pcap";
+  options.single_file = true;
+  absl::StatusOr<std::unique_ptr<capture::PcapRing>> ring = capture::PcapRing::Open(options);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  (*ring)->Write(bytes, 1000);
+  ring->reset();
+  pcap_ = dir_ + "/control.pcap";
+
+  const auto rows = Fields({"atpagg.kind", "atpagg.control_type", "atpagg.control_sender",
+                            "atpagg.control_incarnation", "atpagg.value_float",
+                            "_ws.expert.message"},
+                           'a');
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_GE(rows[0].size(), 5u);
+  EXPECT_EQ(rows[0][0], "control (worker to PS): join");
+  EXPECT_EQ(rows[0][1], "2");
+  EXPECT_EQ(rows[0][2], "0x00000001");
+  EXPECT_EQ(rows[0][3], "0x1122334455667788");
+  EXPECT_EQ(rows[0][4], "") << "a control payload decoded as float32 values";
+  const std::string experts = rows[0].size() > 5 ? rows[0][5] : "";
+  EXPECT_EQ(experts.find("Retransmission"), std::string::npos) << experts;
+  EXPECT_EQ(experts.find("collision"), std::string::npos) << experts;
+  EXPECT_EQ(experts.find("magic"), std::string::npos) << experts;
 }
 
 }  // namespace

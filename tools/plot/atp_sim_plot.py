@@ -21,6 +21,7 @@ completion time first, at most four), the rows labelled by their text
 columns. Needs Debian's python3-matplotlib.
 """
 import json
+import os
 import sys
 
 import matplotlib
@@ -48,15 +49,33 @@ def plot_table(data, out):
     return 0
 
 
+def refuse(message):
+    """Bad input: the message on stderr, exit status 2 (as the tools)."""
+    print(f"atp_sim_plot.py: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv):
     if len(argv) != 3 or not argv[2].endswith((".png", ".svg")):
-        print("usage: atp_sim_plot.py SAMPLES.json OUT.png|OUT.svg", file=sys.stderr)
-        return 2
-    with open(argv[1]) as f:
-        data = json.load(f)
+        return refuse("usage: atp_sim_plot.py SAMPLES.json OUT.png|OUT.svg")
+    source, out = argv[1], argv[2]
+    out_dir = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(out_dir):
+        return refuse(f"{out}: no directory {out_dir}")
+    try:
+        with open(source) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        return refuse(f"{source}: {e}")
+    if not isinstance(data, dict) or ("columns" not in data and "samples" not in data):
+        return refuse(f"{source}: not what atp-sim --plot writes (no 'samples' nor 'columns')")
     if "columns" in data:
-        return plot_table(data, argv[2])
+        if not data.get("rows"):
+            return refuse(f"{source}: the table has no rows to plot")
+        return plot_table(data, out)
     samples = data["samples"]
+    if not samples:
+        return refuse(f"{source}: no samples to plot")
     last = max((i for i, s in enumerate(samples) if any(g > 0 for g in s["goodput_gbps"])), default=len(samples) - 1)
     samples = samples[: last + 2]
     t = [s["t_us"] for s in samples]
@@ -83,7 +102,7 @@ def main(argv):
     if data.get("title"):
         fig.suptitle(data["title"])
     fig.tight_layout()
-    fig.savefig(argv[2])
+    fig.savefig(out)
     return 0
 
 

@@ -14,7 +14,10 @@
 -- Expert info marks what a switch pipeline would refuse (job 0, a bitmap
 -- naming a member beyond its fan-in, an empty bitmap, a level-1 gradient
 -- naming other than one rack, a UDP port that does not match seq's queue,
--- a wrong length). The base port is a protocol preference (atp.base_port).
+-- a wrong length). Control frames (fp, resend and collision all set: joins,
+-- kOpBegins, statuses; lib/wire/control_message.h) show as such, their
+-- magic, version, type, sender and incarnation decoded instead of values.
+-- The base port is a protocol preference (atp.base_port).
 
 local bitops = bit32 or bit
 
@@ -47,6 +50,11 @@ f.kind = ProtoField.string("atpagg.kind", "Kind")
 f.values = ProtoField.bytes("atpagg.values", "Values")
 f.value_int = ProtoField.int32("atpagg.value_int", "Value", base.DEC)
 f.value_float = ProtoField.float("atpagg.value_float", "Value")
+f.control_type = ProtoField.uint8("atpagg.control_type", "Control type", base.DEC, {
+  [1] = "pull", [2] = "join", [3] = "status", [4] = "operation begins", [5] = "replay"})
+f.control_version = ProtoField.uint8("atpagg.control_version", "Control version", base.DEC)
+f.control_sender = ProtoField.uint32("atpagg.control_sender", "Control sender (worker index; 0xffffffff: the PS)", base.HEX)
+f.control_incarnation = ProtoField.uint64("atpagg.control_incarnation", "Sender's incarnation", base.HEX)
 
 local e = atp.experts
 e.job_zero = ProtoExpert.new("atpagg.job_zero", "Job 0 is never valid on the wire",
@@ -69,6 +77,9 @@ e.collision = ProtoExpert.new("atpagg.collision_note", "Aggregator collision: no
                               expert.group.SEQUENCE, expert.severity.WARN)
 e.ecn = ProtoExpert.new("atpagg.ecn_note", "Congestion seen on the way", expert.group.SEQUENCE,
                         expert.severity.NOTE)
+e.bad_control = ProtoExpert.new("atpagg.bad_control_magic",
+                                "Control flags set, but the payload lacks the control magic 0xa7c0",
+                                expert.group.MALFORMED, expert.severity.ERROR)
 
 atp.prefs.base_port = Pref.uint("Base UDP port", 50000, "Queue i uses UDP port base + i (16 queues)")
 
@@ -90,7 +101,15 @@ local function beyond(bitmap, fanin)
   return bitops.rshift(bitmap, fanin) ~= 0
 end
 
+local kControlMagic = 0xA7C0
+local kControlTypes = {[1] = "pull", [2] = "join", [3] = "status", [4] = "operation begins",
+                       [5] = "replay"}
+
 local function kind_of(ack, fp, resend, collision, edge)
+  -- No data packet has all three (lib/wire/control_message.h, IsControl).
+  if fp and resend and collision then
+    return ack and "control (PS to workers)" or "control (worker to PS)"
+  end
   if ack then
     if collision then return "parameter (collision: new aggregator index)" end
     if resend and not fp then return "overflow request (resend as float32)" end
@@ -126,6 +145,11 @@ function atp.dissector(tvb, pinfo, tree)
   local fp = bitops.band(word, 0x01) ~= 0
   local aggregator = tvb(14, 2):uint()
   local kind = kind_of(ack, fp, resend, collision, edge)
+  local control = fp and resend and collision
+  if control and length >= kHeaderBytes + 4 then
+    local type_name = kControlTypes[tvb(kHeaderBytes + 3, 1):uint()]
+    if type_name ~= nil then kind = kind .. ": " .. type_name end
+  end
 
   local job_item = subtree:add(f.job, tvb(0, 1))
   if job == 0 then job_item:add_proto_expert_info(e.job_zero) end
@@ -158,8 +182,10 @@ function atp.dissector(tvb, pinfo, tree)
     if bitmap0 == 0 or bitmap1 == 0 then subtree:add_proto_expert_info(e.empty_bitmap) end
     if not edge and popcount(bitmap1) ~= 1 then b1:add_proto_expert_info(e.ambiguous_rack) end
   end
-  if resend then subtree:add_proto_expert_info(e.resend) end
-  if collision then subtree:add_proto_expert_info(e.collision) end
+  if not control then
+    if resend then subtree:add_proto_expert_info(e.resend) end
+    if collision then subtree:add_proto_expert_info(e.collision) end
+  end
   if ecn then subtree:add_proto_expert_info(e.ecn) end
 
   local base_port = atp.prefs.base_port
@@ -175,6 +201,19 @@ function atp.dissector(tvb, pinfo, tree)
   end
 
   local count = math.min(kValues, math.floor((length - kHeaderBytes) / 4))
+  if control and count >= 4 then
+    -- Word 0: magic (16 bits), version, type; word 1: sender; words 2-3:
+    -- incarnation, high word first; the rest is the type's body.
+    local magic = tvb(kHeaderBytes, 2):uint()
+    local body = subtree:add(f.values, tvb(kHeaderBytes, count * 4))
+    body:set_text("Control message")
+    if magic ~= kControlMagic then body:add_proto_expert_info(e.bad_control) end
+    body:add(f.control_version, tvb(kHeaderBytes + 2, 1))
+    body:add(f.control_type, tvb(kHeaderBytes + 3, 1))
+    body:add(f.control_sender, tvb(kHeaderBytes + 4, 4))
+    body:add(f.control_incarnation, tvb(kHeaderBytes + 8, 8))
+    count = 0
+  end
   if count > 0 then
     local values = subtree:add(f.values, tvb(kHeaderBytes, count * 4))
     values:set_text(string.format("Values: %d x %s", count, fp and "float32" or "int32"))
