@@ -81,6 +81,29 @@ std::vector<Metric> ParameterServerMetrics(const ParameterServerStats& s) {
             s.overflow_requests);
   b.Counter("orphans_released_total", "Partial fragments dropped after the orphan timeout.",
             s.orphans_released);
+  b.Counter("ce_to_ecn_total", "Gradient frames a switch marked CE, their ecn bit set.", s.ce_to_ecn);
+  // Control frames and what they lead to (docs/protocol.md "Runs and restarts").
+  b.Counter("control_received_total", "Control frames understood and acted on.", s.control_received);
+  b.Counter("control_rejected_total", "Control frames that did not decode.", s.control_rejected);
+  b.Counter("status_sent_total", "Status messages sent, all kinds.", s.status_sent);
+  b.Counter("join_requests_total", "Status messages asking a queue's workers to join.",
+            s.join_requests);
+  b.Counter("rebuilds_total", "Queues rebuilt from the workers' joins (restart, new run).",
+            s.rebuilds);
+  b.Counter("stale_joins_total", "Joins answering another PS's request: ignored.", s.stale_joins);
+  b.Counter("unsynchronized_gradients_total",
+            "Gradients held back on a queue another run was joining.", s.unsynchronized_gradients);
+  b.Counter("replay_requests_total", "Status messages asking a worker to replay results.",
+            s.replay_requests);
+  b.Counter("replays_total", "Replayed parameter packets taken as their position's result.",
+            s.replays);
+  b.Counter("mismatches_total", "Joins or operations that disagreed with the job's.",
+            s.mismatches);
+  b.Counter("operations_confirmed_total", "Pieces of operations every worker declared alike.",
+            s.operations_confirmed);
+  b.Counter("pulls_total", "kPull frames (SkipReduce's contribution variant), by outcome.",
+            s.pulls_answered, {{"outcome", "answered"}});
+  b.Counter("pulls_total", "", s.pulls_ignored, {{"outcome", "ignored"}});
   return b.Take();
 }
 

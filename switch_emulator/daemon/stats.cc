@@ -28,6 +28,7 @@ nlohmann::json PipelineJson(const switch_emulator::PipelineCounters& c) {
   j["acks"] = c.acks;
   j["acks_cleared"] = c.acks_cleared;
   j["forwarded_fp"] = c.forwarded_fp;
+  j["forwarded_control"] = c.forwarded_control;
   j["claimed"] = c.claimed;
   j["resend_to_ps"] = c.resend_to_ps;
   j["collisions"] = c.collisions;
@@ -89,6 +90,7 @@ nlohmann::json ToJson(const SwitchdStats& stats) {
                          {"resend_to_ps", c.resend_to_ps},
                          {"flushed", c.flushed},
                          {"forwarded_fp", c.forwarded_fp},
+                         {"forwarded_control", c.forwarded_control},
                          {"not_aggregated", c.not_aggregated},
                          {"orphaned", c.orphaned}});
   }

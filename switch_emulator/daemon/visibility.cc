@@ -21,6 +21,7 @@ PipelineCounters Delta(const PipelineCounters& now, const PipelineCounters* befo
   d.not_aggregated -= before->not_aggregated;
   d.acks -= before->acks;
   d.forwarded_fp -= before->forwarded_fp;
+  d.forwarded_control -= before->forwarded_control;
   d.resend_to_ps -= before->resend_to_ps;
   d.collisions -= before->collisions;
   d.aggregated -= before->aggregated;
@@ -41,6 +42,7 @@ switch_emulator::PipelineJobCounters JobDelta(const switch_emulator::PipelineJob
   d.resend_to_ps -= before->resend_to_ps;
   d.flushed -= before->flushed;
   d.forwarded_fp -= before->forwarded_fp;
+  d.forwarded_control -= before->forwarded_control;
   d.not_aggregated -= before->not_aggregated;
   d.orphaned -= before->orphaned;
   return d;
@@ -94,7 +96,8 @@ std::vector<Metric> SwitchdMetrics(const SwitchdStats& s) {
       {"packets", c.packets},           {"not_atp", c.not_atp},
       {"not_aggregated", c.not_aggregated}, {"ecn_marked", c.ecn_marked},
       {"acks", c.acks},                 {"acks_cleared", c.acks_cleared},
-      {"forwarded_fp", c.forwarded_fp}, {"claimed", c.claimed},
+      {"forwarded_fp", c.forwarded_fp}, {"forwarded_control", c.forwarded_control},
+      {"claimed", c.claimed},
       {"resend_to_ps", c.resend_to_ps}, {"collisions", c.collisions},
       {"aggregated", c.aggregated},     {"duplicates", c.duplicates},
       {"completed", c.completed},       {"fed_to_level2", c.fed_to_level2},
@@ -117,7 +120,8 @@ std::vector<Metric> SwitchdMetrics(const SwitchdStats& s) {
               j.completed, {{"job", id}});
     const std::pair<const char*, uint64_t> to_ps[] = {
         {"collision", j.collisions}, {"resend", j.resend_to_ps},   {"flush", j.flushed},
-        {"float", j.forwarded_fp},   {"not_aggregated", j.not_aggregated}};
+        {"float", j.forwarded_fp},   {"not_aggregated", j.not_aggregated},
+        {"control", j.forwarded_control}};
     for (const auto& [reason, value] : to_ps) {
       b.Counter("job_to_ps_total",
                 "The job's frames sent on toward the PS without a complete aggregate, by reason.",
@@ -131,7 +135,8 @@ std::vector<Metric> SwitchdMetrics(const SwitchdStats& s) {
   b.Gauge("aggregators", "Aggregators of the switch.", static_cast<double>(s.aggregators));
   const std::pair<const char*, uint64_t> routing[] = {
       {"unroutable", s.routing.unroutable}, {"no_multicast_ports", s.routing.no_multicast_ports},
-      {"hairpin", s.routing.hairpin},       {"multicast", s.routing.multicast}};
+      {"hairpin", s.routing.hairpin},       {"multicast", s.routing.multicast},
+      {"ce_marked", s.routing.ce_marked}};
   for (const auto& [name, value] : routing) {
     b.Counter(absl::StrFormat("routing_%s_total", name),
               "Routing counter of that name (stats JSON 'routing').", value);
@@ -147,8 +152,8 @@ namespace {
 std::string TotalLine(const SwitchdStats& now, const SwitchdStats* before) {
   const PipelineCounters d = Delta(now.pipeline, before == nullptr ? nullptr : &before->pipeline);
   // Gradients the pipeline looked at: everything ATP and well formed that is
-  // not a parameter packet.
-  const uint64_t gradients = d.packets - d.not_atp - d.malformed - d.acks;
+  // not a parameter packet, nor a worker's control frame.
+  const uint64_t gradients = d.packets - d.not_atp - d.malformed - d.acks - d.forwarded_control;
   return absl::StrFormat(
       "%s: aggregating? %u gradient frames: %u aggregated here (%.1f%%), %u completed; "
       "not aggregated: %u collisions, %u resends to the PS, %u float, %u not for this switch, "
@@ -176,10 +181,10 @@ std::string AggregationLine(const SwitchdStats& now, const SwitchdStats* before)
         &lines,
         "\n%s: job %u aggregating? %u completed here (%.1f%% of the %u frames sent on); "
         "sent on incomplete: %u collisions, %u resends, %u flushed partials, %u float, "
-        "%u not aggregated here; %u orphaned",
+        "%u not aggregated here; %u control frames; %u orphaned",
         now.name, now.jobs[k].job, d.completed, Percent(d.completed, d.completed + incomplete),
         d.completed + incomplete, d.collisions, d.resend_to_ps, d.flushed, d.forwarded_fp,
-        d.not_aggregated, d.orphaned);
+        d.not_aggregated, d.forwarded_control, d.orphaned);
   }
   return lines;
 }

@@ -57,6 +57,8 @@ struct PipelineCounters {
   uint64_t acks = 0;            // rule 2: parameter packets multicast
   uint64_t acks_cleared = 0;    // rule 2: ... that released an aggregator
   uint64_t forwarded_fp = 0;    // rule 3
+  uint64_t forwarded_control = 0;  // rule 3's flags, but a worker's control frame (a join,
+                                   // a kOpBegin; lib/wire/control_message.h), not data
   uint64_t claimed = 0;         // rule 4: a free aggregator claimed
   uint64_t resend_to_ps = 0;    // rule 4: a resend that found a free aggregator
   uint64_t collisions = 0;      // rule 5: found another (job, seq, level)
@@ -80,6 +82,7 @@ struct PipelineJobCounters {
   uint64_t resend_to_ps = 0;    // rule 4: a resend that found a free aggregator
   uint64_t flushed = 0;         // rule 6: a partial result flushed by a resend
   uint64_t forwarded_fp = 0;    // rule 3: float32 data, never aggregated
+  uint64_t forwarded_control = 0;  // a worker's control frame toward the PS
   uint64_t not_aggregated = 0;  // forward-only mode, or a level not aggregated here
   uint64_t orphaned = 0;        // rule 7
 };

@@ -365,9 +365,16 @@ ATP_COLD Decision SwitchPipeline::AckOrFp(const uint8_t* frame, const JobEntry& 
     }
     return {Verdict::kMulticast, job.multicast_group};
   }
-  // Rule 3: float32 data is never aggregated.
-  ++counters_.forwarded_fp;
-  ++job_counters_[h.job()].forwarded_fp;
+  // Rule 3: float32 data is never aggregated; nor is a worker's control
+  // frame (fp, resend and collision set), counted apart: it is no data.
+  constexpr uint16_t kControlFlags = FrameView::kFp | FrameView::kResend | FrameView::kCollision;
+  if ((h.fan_flags & kControlFlags) == kControlFlags) {
+    ++counters_.forwarded_control;
+    ++job_counters_[h.job()].forwarded_control;
+  } else {
+    ++counters_.forwarded_fp;
+    ++job_counters_[h.job()].forwarded_fp;
+  }
   return {Verdict::kToPs};
 }
 

@@ -50,6 +50,9 @@ TEST(MetricsServerTest, ServesTheSourceAtEachScrape) {
         s.completed = 10;
         s.fp_completed = 4;
         s.switch_completed = 5;
+        s.mismatches = 2;
+        s.unsynchronized_gradients = 9;
+        s.pulls_ignored = 6;
         return ParameterServerMetrics(s);
       });
   ASSERT_TRUE(server.ok()) << server.status();
@@ -60,6 +63,10 @@ TEST(MetricsServerTest, ServesTheSourceAtEachScrape) {
   EXPECT_NE(text.find("atp_ps_completed_total{job=\"7\",path=\"switch\"} 5"), std::string::npos) << text;
   EXPECT_NE(text.find("atp_ps_completed_total{job=\"7\",path=\"ps\"} 1"), std::string::npos) << text;
   EXPECT_NE(text.find("atp_ps_completed_total{job=\"7\",path=\"float\"} 4"), std::string::npos) << text;
+  // The control plane's counters too (every counter of the stats).
+  EXPECT_NE(text.find("atp_ps_mismatches_total{job=\"7\"} 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("atp_ps_unsynchronized_gradients_total{job=\"7\"} 9"), std::string::npos) << text;
+  EXPECT_NE(text.find("atp_ps_pulls_total{job=\"7\",outcome=\"ignored\"} 6"), std::string::npos) << text;
   frames = 5;
   text = Scrape((*server)->port());
   EXPECT_NE(text.find("atp_ps_frames_received_total{job=\"7\"} 5"), std::string::npos) << text;

@@ -157,6 +157,10 @@ TEST_F(PipelineTest, Rule2_ControlFramesMoveWithoutTouchingAggregators) {
 
   EXPECT_EQ(AggregatorSnapshot::Of(pipeline()), before);
   EXPECT_EQ(pipeline().counters().acks_cleared, 0u);
+  // Counted as a control frame, not as float32 data.
+  EXPECT_EQ(pipeline().counters().forwarded_control, 1u);
+  EXPECT_EQ(pipeline().counters().forwarded_fp, 0u);
+  EXPECT_EQ(pipeline().job_counters(kJobA).forwarded_control, 1u);
 }
 
 // --- Rule 3: fp ---------------------------------------------------------------
