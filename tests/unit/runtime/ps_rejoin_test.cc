@@ -224,165 +224,140 @@ wire::AtpMessage Resend(int worker, uint32_t position, uint32_t value) {
   return m;
 }
 
-TEST(PsNewRunTest, ANewRunGetsNothingOfTheRunBefore) {
-  auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
-  ASSERT_TRUE(created.ok()) << created.status();
-  PsShard& ps = **created;
-  Sent sent;
-  const TimePoint now = TimePoint::FromNanoseconds(1'000'000);
+// Join: worker `worker`'s join on queue 0 as run `run`, its stream at
+// `next` (nothing acknowledged).
+void Join(PsShard& ps, Sent& sent, TimePoint now, int worker, int run, uint64_t next = 0) {
+  ps.OnMessage(testing::JoinMessage(kJob, worker, kWorkers, 0,
+                                    testing::JoinAt(kWorkers, kSlots, 0, next), run),
+               now, sent);
+}
 
-  // Run 0: positions 0..2 complete with the sum 1 + 1.
-  for (int w = 0; w < kWorkers; ++w) {
-    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0)),
-                 now, sent);
-  }
-  for (uint32_t p = 0; p < 3; ++p) {
+// RunCompletes: every worker joins as `run`, then positions [0, positions)
+// complete with every worker contributing 1.
+void RunCompletes(PsShard& ps, Sent& sent, TimePoint now, int run, uint32_t positions) {
+  for (int w = 0; w < kWorkers; ++w) Join(ps, sent, now, w, run);
+  for (uint32_t p = 0; p < positions; ++p) {
     for (int w = 0; w < kWorkers; ++w) ps.OnMessage(Gradient(w, p, 1), now, sent);
     ASSERT_TRUE(sent.Result(p).has_value()) << p;
   }
+}
+
+// OpBegin: worker `worker`'s kOpBegin of a one-fragment operation at 0, as run `run`.
+wire::AtpMessage OpBegin(int worker, int run) {
+  wire::ControlMessage op_begin;
+  protocol::EncodeOpBegin({.piece = 0, .first_position = 0, .positions = 1, .op_values = 62},
+                          op_begin);
+  return testing::WorkerControl(kJob, worker, kWorkers, 0, 0, op_begin, run);
+}
+
+uint64_t UnsynchronizedGradients(const PsShard& ps) {
+  ParameterServerStats stats;
+  ps.AddTo(stats);
+  return stats.unsynchronized_gradients;
+}
+
+// A PS that serves the job of PsOptions, fed by hand.
+class PsNewRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
+    ASSERT_TRUE(created.ok()) << created.status();
+    ps_ = std::move(*created);
+  }
+  std::unique_ptr<PsShard> ps_;
+  Sent sent_;
+  const TimePoint now_ = TimePoint::FromNanoseconds(1'000'000);
+};
+
+TEST_F(PsNewRunTest, ANewRunGetsNothingOfTheRunBefore) {
+  // Run 0: positions 0..2 complete with the sum 1 + 1.
+  RunCompletes(*ps_, sent_, now_, /*run=*/0, /*positions=*/3);
 
   // Run 1 starts at position 0 again; worker 0 has joined, worker 1's join is
   // still on its way. Resends of positions the PS completed for run 0, from
   // either worker: the PS holds them back, answers none with run 0's packet,
   // and asks for joins.
-  sent.messages.clear();
-  ps.OnMessage(testing::JoinMessage(kJob, 0, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0),
-                                    /*run=*/1),
-               now, sent);
-  ps.OnMessage(Resend(0, 0, 5), now, sent);
-  ps.OnMessage(Resend(1, 1, 7), now, sent);
-  EXPECT_FALSE(sent.Result(0).has_value());
-  EXPECT_FALSE(sent.Result(1).has_value());
-  std::vector<protocol::StatusBody> statuses = sent.Statuses();
+  sent_.messages.clear();
+  Join(*ps_, sent_, now_, /*worker=*/0, /*run=*/1);
+  ps_->OnMessage(Resend(0, 0, 5), now_, sent_);
+  ps_->OnMessage(Resend(1, 1, 7), now_, sent_);
+  EXPECT_FALSE(sent_.Result(0).has_value());
+  EXPECT_FALSE(sent_.Result(1).has_value());
+  std::vector<protocol::StatusBody> statuses = sent_.Statuses();
   ASSERT_EQ(statuses.size(), 1u);  // one request per 20 ms and queue
   EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kJoinRequest);
-  ParameterServerStats stats;
-  ps.AddTo(stats);
-  EXPECT_EQ(stats.unsynchronized_gradients, 2u);
+  EXPECT_EQ(UnsynchronizedGradients(*ps_), 2u);
 
   // Worker 1 joins as run 1: a new run. Every position run 0 completed waits
   // again, and run 1's resends make run 1's sums, not run 0's.
-  sent.messages.clear();
-  ps.OnMessage(testing::JoinMessage(kJob, 1, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0),
-                                    /*run=*/1),
-               now, sent);
+  sent_.messages.clear();
+  Join(*ps_, sent_, now_, /*worker=*/1, /*run=*/1);
   for (uint32_t p = 0; p < 3; ++p) {
-    ps.OnMessage(Resend(0, p, 5), now, sent);
-    EXPECT_FALSE(sent.Result(p).has_value()) << "answered before worker 1 sent " << p;
-    ps.OnMessage(Resend(1, p, 7), now, sent);
-    const std::optional<wire::AtpMessage> result = sent.Result(p);
+    ps_->OnMessage(Resend(0, p, 5), now_, sent_);
+    EXPECT_FALSE(sent_.Result(p).has_value()) << "answered before worker 1 sent " << p;
+    ps_->OnMessage(Resend(1, p, 7), now_, sent_);
+    const std::optional<wire::AtpMessage> result = sent_.Result(p);
     ASSERT_TRUE(result.has_value()) << p;
     for (uint32_t word : result->payload) EXPECT_EQ(word, 12u) << p;
   }
-  stats = {};
-  ps.AddTo(stats);
-  EXPECT_EQ(stats.unsynchronized_gradients, 2u);
+  EXPECT_EQ(UnsynchronizedGradients(*ps_), 2u);
+  ParameterServerStats stats;
+  ps_->AddTo(stats);
   EXPECT_EQ(stats.rebuilds, 1u);  // run 1's (run 0's first decision changed no slot)
 }
 
-TEST(PsNewRunTest, ANewRunWhoseJoinIsLostIsHeldBackFromItsOpBegin) {
-  auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
-  ASSERT_TRUE(created.ok()) << created.status();
-  PsShard& ps = **created;
-  Sent sent;
-  TimePoint now = TimePoint::FromNanoseconds(1'000'000);
-  for (int w = 0; w < kWorkers; ++w) {
-    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0)),
-                 now, sent);
-  }
-  for (int w = 0; w < kWorkers; ++w) ps.OnMessage(Gradient(w, 0, 1), now, sent);
-  ASSERT_TRUE(sent.Result(0).has_value());
+TEST_F(PsNewRunTest, ANewRunWhoseJoinIsLostIsHeldBackFromItsOpBegin) {
+  RunCompletes(*ps_, sent_, now_, /*run=*/0, /*positions=*/1);
 
   // Run 1's joins are lost; worker 0's kOpBegin for its first operation
   // arrives, then resends of 0 from both workers.
-  sent.messages.clear();
-  wire::ControlMessage op_begin;
-  protocol::EncodeOpBegin({.piece = 0, .first_position = 0, .positions = 1, .op_values = 62},
-                          op_begin);
-  ps.OnMessage(testing::WorkerControl(kJob, 0, kWorkers, 0, 0, op_begin, /*run=*/1), now, sent);
-  ps.OnMessage(Resend(0, 0, 5), now, sent);
-  ps.OnMessage(Resend(1, 0, 7), now, sent);
-  EXPECT_FALSE(sent.Result(0).has_value()) << "run 0's result handed to run 1";
-  std::vector<protocol::StatusBody> statuses = sent.Statuses();
+  sent_.messages.clear();
+  ps_->OnMessage(OpBegin(/*worker=*/0, /*run=*/1), now_, sent_);
+  ps_->OnMessage(Resend(0, 0, 5), now_, sent_);
+  ps_->OnMessage(Resend(1, 0, 7), now_, sent_);
+  EXPECT_FALSE(sent_.Result(0).has_value()) << "run 0's result handed to run 1";
+  std::vector<protocol::StatusBody> statuses = sent_.Statuses();
   ASSERT_FALSE(statuses.empty());
   EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kJoinRequest);
-  ParameterServerStats stats;
-  ps.AddTo(stats);
-  EXPECT_EQ(stats.unsynchronized_gradients, 2u);
+  EXPECT_EQ(UnsynchronizedGradients(*ps_), 2u);
 
   // Asked, run 1 joins: a new run, and 0 completes with run 1's sum.
-  sent.messages.clear();
-  for (int w = 0; w < kWorkers; ++w) {
-    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 1),
-                                      /*run=*/1),
-                 now, sent);
-  }
-  ps.OnMessage(Resend(0, 0, 5), now, sent);
-  ps.OnMessage(Resend(1, 0, 7), now, sent);
-  const std::optional<wire::AtpMessage> result = sent.Result(0);
+  sent_.messages.clear();
+  for (int w = 0; w < kWorkers; ++w) Join(*ps_, sent_, now_, w, /*run=*/1, /*next=*/1);
+  ps_->OnMessage(Resend(0, 0, 5), now_, sent_);
+  ps_->OnMessage(Resend(1, 0, 7), now_, sent_);
+  const std::optional<wire::AtpMessage> result = sent_.Result(0);
   ASSERT_TRUE(result.has_value());
   for (uint32_t word : result->payload) EXPECT_EQ(word, 12u);
 }
 
-TEST(PsNewRunTest, AStaleOpBeginOfADeadRunCostsOneRoundOfJoins) {
-  auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
-  ASSERT_TRUE(created.ok()) << created.status();
-  PsShard& ps = **created;
-  Sent sent;
-  const TimePoint now = TimePoint::FromNanoseconds(1'000'000);
-  for (int w = 0; w < kWorkers; ++w) {
-    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0),
-                                      /*run=*/1),
-                 now, sent);
-  }
+TEST_F(PsNewRunTest, AStaleOpBeginOfADeadRunCostsOneRoundOfJoins) {
+  for (int w = 0; w < kWorkers; ++w) Join(*ps_, sent_, now_, w, /*run=*/1);
   // A kOpBegin of run 0 (dead) arrives late: held back until the run the
   // queue serves joins again (kResync), then everything goes on.
-  wire::ControlMessage op_begin;
-  protocol::EncodeOpBegin({.piece = 0, .first_position = 0, .positions = 1, .op_values = 62},
-                          op_begin);
-  ps.OnMessage(testing::WorkerControl(kJob, 1, kWorkers, 0, 0, op_begin, /*run=*/0), now, sent);
-  ps.OnMessage(Gradient(0, 0, 1), now, sent);
-  ParameterServerStats stats;
-  ps.AddTo(stats);
-  EXPECT_EQ(stats.unsynchronized_gradients, 1u);
-  for (int w = 0; w < kWorkers; ++w) {
-    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0),
-                                      /*run=*/1),
-                 now, sent);
-  }
-  sent.messages.clear();
-  for (int w = 0; w < kWorkers; ++w) ps.OnMessage(Gradient(w, 0, 1), now, sent);
-  ASSERT_TRUE(sent.Result(0).has_value());
-  stats = {};
-  ps.AddTo(stats);
-  EXPECT_EQ(stats.unsynchronized_gradients, 1u);
+  ps_->OnMessage(OpBegin(/*worker=*/1, /*run=*/0), now_, sent_);
+  ps_->OnMessage(Gradient(0, 0, 1), now_, sent_);
+  EXPECT_EQ(UnsynchronizedGradients(*ps_), 1u);
+  for (int w = 0; w < kWorkers; ++w) Join(*ps_, sent_, now_, w, /*run=*/1);
+  sent_.messages.clear();
+  for (int w = 0; w < kWorkers; ++w) ps_->OnMessage(Gradient(w, 0, 1), now_, sent_);
+  ASSERT_TRUE(sent_.Result(0).has_value());
+  EXPECT_EQ(UnsynchronizedGradients(*ps_), 1u);
 }
 
-TEST(PsNewRunTest, AWorkerRestartedAloneGetsNoResultOfTheRunItLeft) {
-  auto created = PsShard::Create(PsOptions(), 0, Address("10.0.0.100"));
-  ASSERT_TRUE(created.ok()) << created.status();
-  PsShard& ps = **created;
-  Sent sent;
-  const TimePoint now = TimePoint::FromNanoseconds(1'000'000);
-  for (int w = 0; w < kWorkers; ++w) {
-    ps.OnMessage(testing::JoinMessage(kJob, w, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0)),
-                 now, sent);
-  }
-  for (int w = 0; w < kWorkers; ++w) ps.OnMessage(Gradient(w, 0, 1), now, sent);
-  ASSERT_TRUE(sent.Result(0).has_value());
+TEST_F(PsNewRunTest, AWorkerRestartedAloneGetsNoResultOfTheRunItLeft) {
+  RunCompletes(*ps_, sent_, now_, /*run=*/0, /*positions=*/1);
 
   // Worker 1 restarts alone (a new incarnation; worker 0 is still run 0's)
   // and resends position 0: no decision is possible, and the PS must not
   // hand it run 0's result of 0 as its own.
-  sent.messages.clear();
-  ps.OnMessage(testing::JoinMessage(kJob, 1, kWorkers, 0, testing::JoinAt(kWorkers, kSlots, 0, 0),
-                                    /*run=*/1),
-               now, sent);
-  ps.OnMessage(Resend(1, 0, 7), now, sent);
-  EXPECT_FALSE(sent.Result(0).has_value());
+  sent_.messages.clear();
+  Join(*ps_, sent_, now_, /*worker=*/1, /*run=*/1);
+  ps_->OnMessage(Resend(1, 0, 7), now_, sent_);
+  EXPECT_FALSE(sent_.Result(0).has_value());
+  EXPECT_EQ(UnsynchronizedGradients(*ps_), 1u);
   ParameterServerStats stats;
-  ps.AddTo(stats);
-  EXPECT_EQ(stats.unsynchronized_gradients, 1u);
+  ps_->AddTo(stats);
   EXPECT_EQ(stats.rebuilds, 0u);
 }
 
