@@ -152,10 +152,11 @@ TEST(AggregationLineTest, OneLinePerJobWithItsCompletionsAndReasons) {
   now.jobs[0].counters.collisions = 6;
   now.jobs[0].counters.resend_to_ps = 4;
   now.jobs[1].counters.forwarded_fp = 7;
+  now.jobs[0].counters.forwarded_control = 3;  // joins and kOpBegins: not among the frames sent on
   const std::string lines = switchd::AggregationLine(now, &before);
   EXPECT_NE(lines.find("\ntor0: job 1 aggregating? 90 completed here (90.0% of the 100 frames sent "
                        "on); sent on incomplete: 6 collisions, 4 resends, 0 flushed partials, "
-                       "0 float, 0 not aggregated here; 0 orphaned"),
+                       "0 float, 0 not aggregated here; 3 control frames; 0 orphaned"),
             std::string::npos)
       << lines;
   EXPECT_NE(lines.find("\ntor0: job 2 aggregating? 0 completed here (0.0% of the 7 frames sent on)"
