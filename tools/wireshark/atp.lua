@@ -50,8 +50,11 @@ f.kind = ProtoField.string("atpagg.kind", "Kind")
 f.values = ProtoField.bytes("atpagg.values", "Values")
 f.value_int = ProtoField.int32("atpagg.value_int", "Value", base.DEC)
 f.value_float = ProtoField.float("atpagg.value_float", "Value")
-f.control_type = ProtoField.uint8("atpagg.control_type", "Control type", base.DEC, {
-  [1] = "pull", [2] = "join", [3] = "status", [4] = "operation begins", [5] = "replay"})
+-- kControlTypes: a control frame's type byte (lib/wire/control_message.h's
+-- ControlType) by name.
+local kControlTypes = {[1] = "pull", [2] = "join", [3] = "status", [4] = "operation begins",
+                       [5] = "replay"}
+f.control_type = ProtoField.uint8("atpagg.control_type", "Control type", base.DEC, kControlTypes)
 f.control_version = ProtoField.uint8("atpagg.control_version", "Control version", base.DEC)
 f.control_sender = ProtoField.uint32("atpagg.control_sender", "Control sender (worker index; 0xffffffff: the PS)", base.HEX)
 f.control_incarnation = ProtoField.uint64("atpagg.control_incarnation", "Sender's incarnation", base.HEX)
@@ -102,8 +105,6 @@ local function beyond(bitmap, fanin)
 end
 
 local kControlMagic = 0xA7C0
-local kControlTypes = {[1] = "pull", [2] = "join", [3] = "status", [4] = "operation begins",
-                       [5] = "replay"}
 
 local function kind_of(ack, fp, resend, collision, edge)
   -- No data packet has all three (lib/wire/control_message.h, IsControl).
