@@ -278,21 +278,8 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
   ++control_received_;
   const int worker = static_cast<int>(control.sender);
   JobControl& state = Control(job);
-  protocol::StatusBody mismatch;
-  mismatch.kind = protocol::StatusKind::kMismatch;
-  mismatch.workers.Add(worker);
   auto report = [&](protocol::MismatchField field, uint64_t expected, uint64_t received) {
-    mismatch.field = static_cast<uint32_t>(field);
-    mismatch.expected = expected;
-    mismatch.received = received;
-    SendStatus(job, queue, mismatch);
-    // Every worker has queue 0; a worker with fewer io_threads may not have
-    // this one.
-    if (queue != 0) SendStatus(job, 0, mismatch);
-    ++mismatches_;
-    internal::Logger().error(
-        "parameter server: job {}: worker {} joined queue {} with {} = {}, the job's is {}", job,
-        worker, queue, protocol::MismatchFieldName(mismatch.field), received, expected);
+    ReportJoinMismatch(job, queue, worker, field, expected, received);
   };
   std::vector<uint8_t> racks(static_cast<size_t>(layout->racks()));
   for (int r = 0; r < layout->racks(); ++r) {
@@ -306,14 +293,16 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
       join.layout_fingerprint != fingerprint) {
     return report(protocol::MismatchField::kLayout, fingerprint, join.layout_fingerprint);
   }
-  // A worker of the run the queue serves is held to that run's values; one
-  // of another incarnation (a new run) to those of the first of its run to
-  // join, which the new run's decision makes the reference.
+  // A worker of the run the queue serves (or of the first run to join it)
+  // is held to that run's values now. One of another incarnation may be of
+  // a new run, with values of its own: its run's joins are checked together
+  // at their decision (CheckNewRun).
   const bool of_another_run =
       Synchronized(job, queue) &&
       !state.tracker.SynchronizedWith(engine_.served_index(queue), worker, control.incarnation);
-  JobControl::Reference& reference = of_another_run ? state.next_run : state.reference;
-  if (!reference.set) {
+  if (JobControl::Reference& reference = state.reference; of_another_run) {
+    // Checked with the rest of its run at their decision.
+  } else if (!reference.set) {
     reference = {true, join.io_threads, scale_bits};
   } else if (join.io_threads != reference.io_threads) {
     return report(protocol::MismatchField::kIoThreads, reference.io_threads, join.io_threads);
@@ -327,15 +316,50 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
   if (!decision.has_value()) return;
   synchronized_queues_[job] |= uint16_t{1} << queue;
   if (decision->mode == ps::RebuildMode::kNewRun) {
-    // A new run may use new values: those its first joiner set. (A job's
-    // other queues decide on their own; their joins of the new run are then
-    // held to these values as the run served.)
-    if (state.next_run.set) state.reference = state.next_run;
-    state.next_run = {};
+    // A new run may use new values: its own, if its workers agree (the
+    // queue is rebuilt either way: nothing of the old run may reach them).
+    CheckNewRun(job, queue, *decision);
     state.ledger.Reset(engine_.served_index(queue));
   }
   Rebuild(job, queue, *decision);
   SendReplayRequests(job, queue, now, /*force=*/true);
+}
+
+void PsShard::ReportJoinMismatch(uint8_t job, uint32_t queue, int worker,
+                                 protocol::MismatchField field, uint64_t expected,
+                                 uint64_t received) {
+  protocol::StatusBody mismatch;
+  mismatch.kind = protocol::StatusKind::kMismatch;
+  mismatch.workers.Add(worker);
+  mismatch.field = static_cast<uint32_t>(field);
+  mismatch.expected = expected;
+  mismatch.received = received;
+  SendStatus(job, queue, mismatch);
+  // Every worker has queue 0; a worker with fewer io_threads may not have
+  // this one.
+  if (queue != 0) SendStatus(job, 0, mismatch);
+  ++mismatches_;
+  internal::Logger().error(
+      "parameter server: job {}: worker {} joined queue {} with {} = {}, the job's is {}", job,
+      worker, queue, protocol::MismatchFieldName(mismatch.field), received, expected);
+}
+
+void PsShard::CheckNewRun(uint8_t job, uint32_t queue, const ps::RebuildDecision& decision) {
+  // Worker 0's values are the run's; each other worker is held to them.
+  const protocol::JoinBody& first = decision.joins[0];
+  const uint64_t first_scale = std::bit_cast<uint64_t>(first.scale);
+  for (size_t w = 1; w < decision.joins.size(); ++w) {
+    const protocol::JoinBody& join = decision.joins[w];
+    if (join.io_threads != first.io_threads) {
+      return ReportJoinMismatch(job, queue, static_cast<int>(w), protocol::MismatchField::kIoThreads,
+                                first.io_threads, join.io_threads);
+    }
+    if (const uint64_t scale = std::bit_cast<uint64_t>(join.scale); scale != first_scale) {
+      return ReportJoinMismatch(job, queue, static_cast<int>(w), protocol::MismatchField::kScale,
+                                first_scale, scale);
+    }
+  }
+  Control(job).reference = {true, first.io_threads, first_scale};
 }
 
 void PsShard::NoteSynchronization(uint8_t job, uint32_t queue, int worker, bool unsynchronized) {

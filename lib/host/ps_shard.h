@@ -200,6 +200,14 @@ class PsShard {
   bool Unsynchronized(uint8_t job, uint32_t queue) const {
     return (unsynchronized_queues_[job] >> (queue & (wire::kMaxQueues - 1)) & 1u) != 0;
   }
+  // ReportJoinMismatch: multicasts a kMismatch naming `worker` and `field`
+  // on `queue` (and queue 0), counts and logs it.
+  void ReportJoinMismatch(uint8_t job, uint32_t queue, int worker, protocol::MismatchField field,
+                          uint64_t expected, uint64_t received);
+  // CheckNewRun: a new run's joins (`decision`) agree on io_threads and
+  // scale (else a mismatch naming the first worker that differs from worker
+  // 0), and their values become the job's reference.
+  void CheckNewRun(uint8_t job, uint32_t queue, const ps::RebuildDecision& decision);
   // NoteSynchronization: after `worker`'s join or kOpBegin on `job`'s
   // `queue`, whether the queue is Unsynchronized (logged when it becomes so).
   void NoteSynchronization(uint8_t job, uint32_t queue, int worker, bool unsynchronized);
@@ -212,17 +220,15 @@ class PsShard {
         : tracker(workers, served_queues), ledger(workers, served_queues), replays(served_queues) {}
     ps::RunTracker tracker;
     ps::OpLedger ledger;
-    // Reference: io_threads and scale of the first worker that joined as a
-    // run; every other worker of the run must agree.
+    // Reference: the io_threads and scale every worker of the run the queues
+    // serve must have: the first joiner's, or a new run's worker 0's
+    // (CheckNewRun).
     struct Reference {
       bool set = false;
       uint32_t io_threads = 0;
       uint64_t scale_bits = 0;
     };
     Reference reference;  // the run the queues serve (or the first to join)
-    // next_run: that of a run joining in other incarnations (a new run),
-    // until a decision makes it the run served.
-    Reference next_run;
     std::array<TimePoint, wire::kMaxQueues> next_join_request{};
     // Replays asked for after a restart, per served queue, until their
     // positions no longer wait (lib/ps/recovery_plan.h).

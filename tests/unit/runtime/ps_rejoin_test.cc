@@ -225,11 +225,21 @@ wire::AtpMessage Resend(int worker, uint32_t position, uint32_t value) {
 }
 
 // Join: worker `worker`'s join on queue 0 as run `run`, its stream at
-// `next` (nothing acknowledged).
-void Join(PsShard& ps, Sent& sent, TimePoint now, int worker, int run, uint64_t next = 0) {
-  ps.OnMessage(testing::JoinMessage(kJob, worker, kWorkers, 0,
-                                    testing::JoinAt(kWorkers, kSlots, 0, next), run),
-               now, sent);
+// `next` (nothing acknowledged), with `scale`.
+void Join(PsShard& ps, Sent& sent, TimePoint now, int worker, int run, uint64_t next = 0,
+          double scale = 1.0) {
+  protocol::JoinBody join = testing::JoinAt(kWorkers, kSlots, 0, next);
+  join.scale = scale;
+  ps.OnMessage(testing::JoinMessage(kJob, worker, kWorkers, 0, join, run), now, sent);
+}
+
+// Mismatches: the workers named by the kMismatch statuses sent, in order.
+std::vector<std::vector<int>> Mismatches(const Sent& sent) {
+  std::vector<std::vector<int>> named;
+  for (const protocol::StatusBody& status : sent.Statuses()) {
+    if (status.kind == protocol::StatusKind::kMismatch) named.push_back(status.workers.ToVector());
+  }
+  return named;
 }
 
 // RunCompletes: every worker joins as `run`, then positions [0, positions)
@@ -359,6 +369,28 @@ TEST_F(PsNewRunTest, AWorkerRestartedAloneGetsNoResultOfTheRunItLeft) {
   ParameterServerStats stats;
   ps_->AddTo(stats);
   EXPECT_EQ(stats.rebuilds, 0u);
+}
+
+TEST_F(PsNewRunTest, ARunChecksItsOwnScaleNotOneOfAWorkerRestartedAlone) {
+  RunCompletes(*ps_, sent_, now_, /*run=*/0, /*positions=*/1);
+  // Worker 1 restarts alone with another scale: nothing to check it against
+  // (its queue stalls); no mismatch, and it binds no later run.
+  sent_.messages.clear();
+  Join(*ps_, sent_, now_, /*worker=*/1, /*run=*/1, /*next=*/0, /*scale=*/2.0);
+  EXPECT_TRUE(Mismatches(sent_).empty());
+  // A new run at the first scale (worker 1's join first, replacing its
+  // restarted one's): decided, no mismatch, results flow.
+  for (int w = kWorkers - 1; w >= 0; --w) Join(*ps_, sent_, now_, w, /*run=*/2);
+  EXPECT_TRUE(Mismatches(sent_).empty());
+  sent_.messages.clear();
+  for (int w = 0; w < kWorkers; ++w) ps_->OnMessage(Gradient(w, 0, 1), now_, sent_);
+  EXPECT_TRUE(sent_.Result(0).has_value());
+  // A new run whose workers disagree: worker 1 is named, at its decision.
+  sent_.messages.clear();
+  Join(*ps_, sent_, now_, /*worker=*/0, /*run=*/3, /*next=*/0, /*scale=*/4.0);
+  EXPECT_TRUE(Mismatches(sent_).empty());
+  Join(*ps_, sent_, now_, /*worker=*/1, /*run=*/3, /*next=*/0, /*scale=*/8.0);
+  EXPECT_EQ(Mismatches(sent_), (std::vector<std::vector<int>>{{1}}));
 }
 
 }  // namespace
