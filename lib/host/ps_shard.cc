@@ -311,7 +311,7 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
   }
 
   const std::optional<ps::RebuildDecision> decision =
-      state.tracker.OnJoin(engine_.served_index(queue), worker, control.incarnation, join);
+      state.tracker.OnJoin(engine_.served_index(queue), worker, control.incarnation, join, now);
   NoteSynchronization(job, queue, worker, state.tracker.Unsynchronized(engine_.served_index(queue)));
   if (!decision.has_value()) return;
   synchronized_queues_[job] |= uint16_t{1} << queue;

@@ -13,15 +13,17 @@ RunTracker::RunTracker(int workers, uint32_t served_queues) : queues_(served_que
 
 std::optional<RebuildDecision> RunTracker::OnJoin(uint32_t queue_index, int worker,
                                                   uint64_t incarnation,
-                                                  const protocol::JoinBody& join) {
+                                                  const protocol::JoinBody& join, TimePoint now) {
   if (queue_index >= queues_.size()) return std::nullopt;
   QueueState& q = queues_[queue_index];
   if (worker < 0 || static_cast<size_t>(worker) >= q.joins.size()) return std::nullopt;
-  q.joins[static_cast<size_t>(worker)] = Join{incarnation, join, true};
+  q.joins[static_cast<size_t>(worker)] = Join{incarnation, join, true, now};
   bool all_new = true;
   bool all_synced = true;
   for (size_t w = 0; w < q.joins.size(); ++w) {
-    if (!q.joins[w].fresh) return std::nullopt;  // wait for everyone
+    // Wait for everyone, each recently: an older join may be of a process
+    // gone since (it will not answer the PS's next join request).
+    if (!q.joins[w].fresh || now - q.joins[w].at > kJoinLifetime) return std::nullopt;
     all_new &= q.joins[w].incarnation != q.synced[w];
     all_synced &= q.joins[w].incarnation == q.synced[w];
   }
@@ -69,7 +71,7 @@ bool RunTracker::OnOtherIncarnation(uint32_t queue_index, int worker, uint64_t i
     return false;
   }
   // No body to decide with: the worker's join (asked for) brings one.
-  latest = Join{incarnation, protocol::JoinBody{}, /*fresh=*/false};
+  latest = Join{incarnation, protocol::JoinBody{}, /*fresh=*/false, TimePoint{}};
   return true;
 }
 

@@ -15,11 +15,14 @@
 //     joins are newer than the last decision's, so a result of the dead PS
 //     that reached a worker after its first join is now in the plan.
 // If only some incarnations are new (one worker restarted alone) nothing is
-// rebuilt: the old run's workers go on and the job stalls on the newcomer,
-// which the PS names (kWaitingForWorkers).
+// rebuilt, and the queue is Unsynchronized: the PS holds its gradients back
+// and the job stalls. A join decides only while it is at most kJoinLifetime
+// old: the join of a worker that restarted alone and died since must not
+// make a new run's decision with the new run's other workers (the living
+// answer the PS's join requests within a round trip).
 //
 //   RunTracker tracker(/*workers=*/4, /*served_queues=*/16);
-//   if (auto d = tracker.OnJoin(q, worker, incarnation, join)) Rebuild(*d);
+//   if (auto d = tracker.OnJoin(q, worker, incarnation, join, now)) Rebuild(*d);
 //
 // Memory: one join (192 bytes) per worker and served queue, allocated
 // at construction.
@@ -30,6 +33,7 @@
 #include <optional>
 #include <vector>
 
+#include "atp/time.h"
 #include "lib/protocol/join_message.h"
 
 namespace atp::ps {
@@ -51,12 +55,17 @@ struct RebuildDecision {
 
 class RunTracker {
  public:
+  // kJoinLifetime: how long a join counts toward a decision.
+  static constexpr TimeDelta kJoinLifetime = TimeDelta::FromSeconds(1);
+
   RunTracker(int workers, uint32_t served_queues);
 
   // OnJoin: worker `worker`'s join for served queue index `queue_index`
-  // (queue / shard_count). A decision when the queue must be rebuilt.
+  // (queue / shard_count), received at `now`. A decision when the queue must
+  // be rebuilt: every worker has joined since the last one, each at most
+  // kJoinLifetime before `now`.
   std::optional<RebuildDecision> OnJoin(uint32_t queue_index, int worker, uint64_t incarnation,
-                                        const protocol::JoinBody& join);
+                                        const protocol::JoinBody& join, TimePoint now = {});
 
   // SynchronizedWith: the last decision on served queue `queue_index` was
   // made with `worker` as `incarnation`.
@@ -86,6 +95,7 @@ class RunTracker {
     uint64_t incarnation = 0;
     protocol::JoinBody body;
     bool fresh = false;  // joined since the last decision
+    TimePoint at;        // when
   };
   struct QueueState {
     std::vector<uint64_t> synced;  // per worker: 0 = none

@@ -81,6 +81,18 @@ TEST(RunTrackerTest, DecidesOnceEveryWorkerJoinedByWhatItSynchronizedBefore) {
   EXPECT_FALSE(tracker.Unsynchronized(0));
 }
 
+TEST(RunTrackerTest, AJoinOlderThanItsLifetimeDecidesNothing) {
+  RunTracker tracker(/*workers=*/2, /*served_queues=*/1);
+  const TimePoint t0 = TimePoint::FromNanoseconds(1'000'000);
+  const TimePoint late = t0 + RunTracker::kJoinLifetime + TimeDelta::FromNanoseconds(1);
+  EXPECT_FALSE(tracker.OnJoin(0, 0, /*incarnation=*/11, Join(0), t0).has_value());
+  EXPECT_FALSE(tracker.OnJoin(0, 1, 12, Join(0), late).has_value()) << "worker 0's join is stale";
+  // Worker 0 answers the next join request: both recent, decided.
+  const std::optional<RebuildDecision> d = tracker.OnJoin(0, 0, 11, Join(0), late);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kFreshPs);
+}
+
 TEST(RecoveryPlanTest, AsksTheWorkerFurthestAheadForWhatOnlySomeHave) {
   // Worker 1 has 10..12 in order and 15; worker 2 has 11 and 15 out of order.
   const RecoveryPlan plan =

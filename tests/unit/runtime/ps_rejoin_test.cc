@@ -17,6 +17,7 @@
 #include "atp/wire.h"
 #include "gtest/gtest.h"
 #include "lib/host/ps_shard.h"
+#include "lib/ps/run_tracker.h"
 #include "lib/protocol/join_message.h"
 #include "lib/protocol/op_begin_message.h"
 #include "lib/protocol/replay_message.h"
@@ -391,6 +392,22 @@ TEST_F(PsNewRunTest, ARunChecksItsOwnScaleNotOneOfAWorkerRestartedAlone) {
   EXPECT_TRUE(Mismatches(sent_).empty());
   Join(*ps_, sent_, now_, /*worker=*/1, /*run=*/3, /*next=*/0, /*scale=*/8.0);
   EXPECT_EQ(Mismatches(sent_), (std::vector<std::vector<int>>{{1}}));
+}
+
+TEST_F(PsNewRunTest, ANewRunIsDecidedWithoutTheJoinOfAWorkerThatRestartedAloneAndDied) {
+  RunCompletes(*ps_, sent_, now_, /*run=*/0, /*positions=*/1);
+  // Worker 1 restarts alone (run 1), joins, and dies; the job stalls.
+  Join(*ps_, sent_, now_, /*worker=*/1, /*run=*/1);
+  // Later a whole new run (2) starts; its worker 0 joins first. Worker 1's
+  // join of run 1 is too old to decide with, so the PS waits for run 2's.
+  const TimePoint later = now_ + ps::RunTracker::kJoinLifetime * 3;
+  Join(*ps_, sent_, later, /*worker=*/0, /*run=*/2);
+  Join(*ps_, sent_, later, /*worker=*/1, /*run=*/2);
+  sent_.messages.clear();
+  for (int w = 0; w < kWorkers; ++w) ps_->OnMessage(Resend(w, 0, 3), later, sent_);
+  const std::optional<wire::AtpMessage> result = sent_.Result(0);
+  ASSERT_TRUE(result.has_value()) << "held back: " << UnsynchronizedGradients(*ps_);
+  for (uint32_t word : result->payload) EXPECT_EQ(word, 6u);
 }
 
 }  // namespace
