@@ -300,14 +300,15 @@ void PsShard::OnJoin(const wire::AtpMessage& message, const wire::ControlMessage
   const bool of_another_run =
       Synchronized(job, queue) &&
       !state.tracker.SynchronizedWith(engine_.served_index(queue), worker, control.incarnation);
-  if (JobControl::Reference& reference = state.reference; of_another_run) {
-    // Checked with the rest of its run at their decision.
-  } else if (!reference.set) {
-    reference = {true, join.io_threads, scale_bits};
-  } else if (join.io_threads != reference.io_threads) {
-    return report(protocol::MismatchField::kIoThreads, reference.io_threads, join.io_threads);
-  } else if (scale_bits != reference.scale_bits) {
-    return report(protocol::MismatchField::kScale, reference.scale_bits, scale_bits);
+  if (!of_another_run) {
+    JobControl::Reference& reference = state.reference;
+    if (!reference.set) {
+      reference = {true, join.io_threads, scale_bits};
+    } else if (join.io_threads != reference.io_threads) {
+      return report(protocol::MismatchField::kIoThreads, reference.io_threads, join.io_threads);
+    } else if (scale_bits != reference.scale_bits) {
+      return report(protocol::MismatchField::kScale, reference.scale_bits, scale_bits);
+    }
   }
 
   const std::optional<ps::RebuildDecision> decision =
