@@ -84,6 +84,8 @@ struct ParameterServerStats {
                                    // PS's, read after a restart): ignored
   uint64_t unsynchronized_gradients = 0;  // gradients held back on a queue a new run was
                                           // joining (or a worker restarted alone had)
+  uint64_t unsynchronized_declarations = 0;  // kOpBegins held back likewise: compared
+                                             // only within one run, declared again
   uint64_t replay_requests = 0;    // of status_sent, asking a worker to replay parameter
                                    // packets some workers lost with a restarted PS
   uint64_t replays = 0;            // replayed parameter packets taken as their position's

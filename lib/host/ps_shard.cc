@@ -216,6 +216,15 @@ void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMess
     NoteSynchronization(job, queue, *worker, state.tracker.Unsynchronized(engine_.served_index(queue)));
     RequestJoin(job, queue, now);
   }
+  // Between two runs a declaration may be of either, and the ledger compares
+  // the pieces of one run only: a late resend of the old run's piece 0 beside
+  // the new run's would be a mismatch that is none. The new run's workers
+  // declare again until confirmed (WorkerIoLoop::ResendOpBegins), and its
+  // decision starts the ledger over.
+  if (state.tracker.Unsynchronized(engine_.served_index(queue))) {
+    ++unsynchronized_declarations_;
+    return;
+  }
   const ps::OpLedger::Outcome outcome =
       state.ledger.OnOpBegin(engine_.served_index(queue), *worker, control.incarnation, body);
   protocol::StatusBody status;
@@ -579,6 +588,7 @@ void PsShard::AddTo(ParameterServerStats& stats) const {
   stats.rebuilds += rebuilds_;
   stats.stale_joins += stale_joins_;
   stats.unsynchronized_gradients += unsynchronized_gradients_;
+  stats.unsynchronized_declarations += unsynchronized_declarations_;
   stats.mismatches += mismatches_;
   stats.operations_confirmed += ops_confirmed_;
 }

@@ -268,6 +268,7 @@ class PsShard {
   // By job id: bit q = queue q is Unsynchronized (read by every gradient).
   std::array<uint16_t, wire::kMaxJobId + 1> unsynchronized_queues_{};
   uint64_t unsynchronized_gradients_ = 0;  // held back while Unsynchronized
+  uint64_t unsynchronized_declarations_ = 0;  // kOpBegins held back while Unsynchronized
   uint64_t join_requests_sent_ = 0;
   uint64_t replay_requests_sent_ = 0;
   size_t queues_replaying_ = 0;  // (job, queue) pairs with replays outstanding

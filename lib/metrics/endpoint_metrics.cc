@@ -93,6 +93,9 @@ std::vector<Metric> ParameterServerMetrics(const ParameterServerStats& s) {
   b.Counter("stale_joins_total", "Joins answering another PS's request: ignored.", s.stale_joins);
   b.Counter("unsynchronized_gradients_total",
             "Gradients held back on a queue another run was joining.", s.unsynchronized_gradients);
+  b.Counter("unsynchronized_declarations_total",
+            "Operation declarations held back on a queue another run was joining.",
+            s.unsynchronized_declarations);
   b.Counter("replay_requests_total", "Status messages asking a worker to replay results.",
             s.replay_requests);
   b.Counter("replays_total", "Replayed parameter packets taken as their position's result.",

@@ -52,6 +52,7 @@ void Accumulate(const ParameterServerStats& s, ParameterServerStats& total) {
   total.rebuilds += s.rebuilds;
   total.stale_joins += s.stale_joins;
   total.unsynchronized_gradients += s.unsynchronized_gradients;
+  total.unsynchronized_declarations += s.unsynchronized_declarations;
   total.replay_requests += s.replay_requests;
   total.replays += s.replays;
   total.mismatches += s.mismatches;

@@ -53,6 +53,7 @@ py::dict PsStatsDict(const ParameterServerStats& s) {
   d["rebuilds"] = s.rebuilds;
   d["stale_joins"] = s.stale_joins;
   d["unsynchronized_gradients"] = s.unsynchronized_gradients;
+  d["unsynchronized_declarations"] = s.unsynchronized_declarations;
   d["replay_requests"] = s.replay_requests;
   d["replays"] = s.replays;
   d["mismatches"] = s.mismatches;

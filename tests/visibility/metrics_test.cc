@@ -52,6 +52,7 @@ TEST(MetricsServerTest, ServesTheSourceAtEachScrape) {
         s.switch_completed = 5;
         s.mismatches = 2;
         s.unsynchronized_gradients = 9;
+        s.unsynchronized_declarations = 8;
         s.pulls_ignored = 6;
         return ParameterServerMetrics(s);
       });
@@ -66,6 +67,8 @@ TEST(MetricsServerTest, ServesTheSourceAtEachScrape) {
   // The control plane's counters too (every counter of the stats).
   EXPECT_NE(text.find("atp_ps_mismatches_total{job=\"7\"} 2"), std::string::npos) << text;
   EXPECT_NE(text.find("atp_ps_unsynchronized_gradients_total{job=\"7\"} 9"), std::string::npos) << text;
+  EXPECT_NE(text.find("atp_ps_unsynchronized_declarations_total{job=\"7\"} 8"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("atp_ps_pulls_total{job=\"7\",outcome=\"ignored\"} 6"), std::string::npos) << text;
   frames = 5;
   text = Scrape((*server)->port());

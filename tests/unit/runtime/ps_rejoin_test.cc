@@ -253,11 +253,12 @@ void RunCompletes(PsShard& ps, Sent& sent, TimePoint now, int run, uint32_t posi
   }
 }
 
-// OpBegin: worker `worker`'s kOpBegin of a one-fragment operation at 0, as run `run`.
-wire::AtpMessage OpBegin(int worker, int run) {
+// OpBegin: worker `worker`'s kOpBegin of a one-fragment operation of
+// `values` values at 0, as run `run`.
+wire::AtpMessage OpBegin(int worker, int run, uint64_t values = 62) {
   wire::ControlMessage op_begin;
-  protocol::EncodeOpBegin({.piece = 0, .first_position = 0, .positions = 1, .op_values = 62},
-                          op_begin);
+  protocol::EncodeOpBegin(
+      {.piece = 0, .first_position = 0, .positions = 1, .op_values = values}, op_begin);
   return testing::WorkerControl(kJob, worker, kWorkers, 0, 0, op_begin, run);
 }
 
@@ -354,6 +355,39 @@ TEST_F(PsNewRunTest, AStaleOpBeginOfADeadRunCostsOneRoundOfJoins) {
   for (int w = 0; w < kWorkers; ++w) ps_->OnMessage(Gradient(w, 0, 1), now_, sent_);
   ASSERT_TRUE(sent_.Result(0).has_value());
   EXPECT_EQ(UnsynchronizedGradients(*ps_), 1u);
+}
+
+// Confirmations: the pieces confirmed by the kOpConfirmed statuses sent.
+std::vector<uint64_t> Confirmations(const Sent& sent) {
+  std::vector<uint64_t> pieces;
+  for (const protocol::StatusBody& status : sent.Statuses()) {
+    if (status.kind == protocol::StatusKind::kOpConfirmed) pieces.push_back(status.expected);
+  }
+  return pieces;
+}
+
+TEST_F(PsNewRunTest, ALateDeclarationOfTheRunBeforeIsNoMismatchWithTheNewRuns) {
+  // Run 0 declares piece 0 as 62 values, confirmed.
+  RunCompletes(*ps_, sent_, now_, /*run=*/0, /*positions=*/1);
+  for (int w = 0; w < kWorkers; ++w) ps_->OnMessage(OpBegin(w, /*run=*/0), now_, sent_);
+  EXPECT_EQ(Confirmations(sent_), std::vector<uint64_t>{0});
+  // Run 1's worker 0 joins and declares its piece 0 as 100 values; a resend
+  // of run 0's worker 1 declaration, late, comes between two of worker 0's.
+  sent_.messages.clear();
+  Join(*ps_, sent_, now_, /*worker=*/0, /*run=*/1);
+  ps_->OnMessage(OpBegin(0, /*run=*/1, /*values=*/100), now_, sent_);
+  ps_->OnMessage(OpBegin(1, /*run=*/0), now_, sent_);
+  ps_->OnMessage(OpBegin(0, /*run=*/1, /*values=*/100), now_, sent_);
+  EXPECT_TRUE(Mismatches(sent_).empty());
+  EXPECT_TRUE(Confirmations(sent_).empty());
+  ParameterServerStats stats;
+  ps_->AddTo(stats);
+  EXPECT_EQ(stats.unsynchronized_declarations, 3u);
+  // Run 1 is decided; its declarations, made again, are confirmed.
+  Join(*ps_, sent_, now_, /*worker=*/1, /*run=*/1);
+  for (int w = 0; w < kWorkers; ++w) ps_->OnMessage(OpBegin(w, /*run=*/1, 100), now_, sent_);
+  EXPECT_TRUE(Mismatches(sent_).empty());
+  EXPECT_EQ(Confirmations(sent_), std::vector<uint64_t>{0});
 }
 
 TEST_F(PsNewRunTest, AWorkerRestartedAloneGetsNoResultOfTheRunItLeft) {
