@@ -22,6 +22,12 @@ namespace atp {
 // kDefaultScale: 1e8 gives 1e-8 resolution and room for sums up to about +-21.
 inline constexpr double kDefaultScale = 1e8;
 
+// kMinScale: the smallest scale a job may use, 2^31 / FLT_MAX (about
+// 6.3e-30). Below it an int32 sum dequantizes past the largest float (to
+// infinity) and every float quantizes inside the int32 range, so that a
+// scale such as 1e-300 would round every value to 0 and deliver zeros.
+inline constexpr double kMinScale = 2147483648.0 / 3.4028234663852886e38;
+
 enum class QuantizeOutcome : uint8_t {
   kExact,       // every value finite and strictly inside the int32 range
   kNeedsFloat,  // a NaN, an infinity or a saturated value: send as fp

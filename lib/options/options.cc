@@ -109,6 +109,12 @@ absl::Status JobOptions::Validate(std::string_view field) const {
   if (!(std::isfinite(scale) && scale > 0)) {
     return FieldError(field, "scale", absl::StrCat("must be positive and finite, got ", scale));
   }
+  if (scale < kMinScale) {
+    return FieldError(field, "scale",
+                      absl::StrCat(scale, " is below ", kMinScale,
+                                   " (kMinScale): its int32 sums would dequantize past the "
+                                   "largest float"));
+  }
   if (absl::Status s = CheckSlots(field, slots); !s.ok()) return s;
   if (initial_window < 1 || initial_window > slots) {
     return FieldError(field, "initial_window",

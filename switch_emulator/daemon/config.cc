@@ -129,10 +129,15 @@ class Parser {
     if (std::optional<YamlField> f = top.Take("base_port")) {
       ATP_ASSIGN_OR_RETURN(config_.base_port, ctx_.Uint(*f, "base_port", 1, 65535 - 15));
     }
-    if (std::optional<YamlField> f = top.Take("dpdk")) ATP_RETURN_IF_ERROR(ParseDpdk(*f));
+    const std::optional<YamlField> dpdk = top.Take("dpdk");
+    if (dpdk) ATP_RETURN_IF_ERROR(ParseDpdk(*dpdk));
     ATP_ASSIGN_OR_RETURN(YamlField ports, top.Require("ports"));
     ATP_RETURN_IF_ERROR(ParsePorts(ports));
     ATP_RETURN_IF_ERROR(CheckPortsDistinct());
+    if (dpdk && !config_.HasDpdkPorts()) {
+      // Its settings would be silently ignored: DPDK is never started.
+      return ctx_.ErrorAt(*dpdk, "dpdk: no port uses DPDK (every port is kernel_udp)");
+    }
     if (std::optional<YamlField> f = top.Take("routes")) ATP_RETURN_IF_ERROR(ParseRoutes(*f));
     if (std::optional<YamlField> f = top.Take("multicast")) ATP_RETURN_IF_ERROR(ParseMulticast(*f));
     if (std::optional<YamlField> f = top.Take("jobs")) ATP_RETURN_IF_ERROR(ParseJobs(*f));

@@ -161,6 +161,15 @@ TEST(SwitchdConfigTest, WrongTypes) {
             At(5) + "dpdk: expected a mapping (key: value), got a scalar");
 }
 
+TEST(SwitchdConfigTest, ADpdkSectionWithoutDpdkPortsIsRefused) {
+  EXPECT_EQ(ErrorOf("name: s\n"
+                    "address: 10.255.0.1\n"
+                    "dpdk: {memory_mb: 128}\n"
+                    "ports: [{name: a, type: kernel_udp, bind: '127.0.0.1:1000', "
+                    "peer: '127.0.0.1:2000'}]\n"),
+            At(3) + "dpdk: no port uses DPDK (every port is kernel_udp)");
+}
+
 TEST(SwitchdConfigTest, ValuesOutOfRange) {
   EXPECT_EQ(ErrorOf(Minimal("aggregators: 0\n")), At(5) + "aggregators: 0 is not in 1..16777216");
   EXPECT_EQ(ErrorOf(Minimal("orphan_timeout_ms: 0\n")),

@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "atp/transport/kernel_udp.h"
@@ -150,6 +152,25 @@ TEST(KernelUdpDevice, OpeningAPortInUseFailsSayingSo) {
   const auto second = OpenKernelUdpDevice(clash);
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status();
+}
+
+TEST(KernelUdpDevice, APeerRepeatingANodeOrASocketIsABadOption) {
+  const auto peer = [](const char* node, uint16_t port) {
+    return KernelUdpPeer::FromPortRange(Node(node), Ip("127.0.0.1"), port, 1);
+  };
+  const std::vector<std::pair<std::vector<KernelUdpPeer>, std::string>> cases = {
+      {{peer("10.0.0.9", 48000), peer("10.0.0.9", 48100)}, "peers[1]: node 10.0.0.9"},
+      {{peer("10.0.0.1", 48000)}, "peers[0]: node 10.0.0.1"},  // this device's own
+      {{peer("10.0.0.7", 48000), peer("10.0.0.8", 48000)}, "peers[1]: node 10.0.0.8: socket"},
+  };
+  for (const auto& [peers, named] : cases) {
+    KernelUdpOptions options = Options("10.0.0.1");
+    options.peers = peers;
+    const auto device = OpenKernelUdpDevice(options);
+    ASSERT_FALSE(device.ok()) << named;
+    EXPECT_EQ(device.status().code(), absl::StatusCode::kInvalidArgument) << device.status();
+    EXPECT_NE(device.status().message().find(named), std::string::npos) << device.status();
+  }
 }
 
 TEST(KernelUdpDevice, BindingAnAddressThatIsNotLocalFailsSayingSo) {

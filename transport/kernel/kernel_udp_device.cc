@@ -159,8 +159,13 @@ class KernelUdpDeviceImpl final : public KernelUdpDevice {
       queues_.push_back(*std::move(queue));
     }
     if (absl::Status s = table_.Add(self_); !s.ok()) return s;
-    for (const KernelUdpPeer& peer : options_.peers) {
-      if (absl::Status s = table_.Add(peer); !s.ok()) return s;
+    for (size_t i = 0; i < options_.peers.size(); ++i) {
+      // A peer that repeats a node or a socket is a mistake in the options
+      // (not a runtime conflict): named by its index.
+      if (absl::Status s = table_.Add(options_.peers[i]); !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("KernelUdpOptions.peers[", i, "]: ", s.message()));
+      }
     }
     return absl::OkStatus();
   }

@@ -69,6 +69,8 @@ TEST(OptionsTest, EachBadWorkerFieldIsNamed) {
        [](WorkerOptions& o) { o.job.layout.workers_per_rack.clear(); }},
       {"WorkerOptions.job.io_threads", [](WorkerOptions& o) { o.job.io_threads = 17; }},
       {"WorkerOptions.job.scale", [](WorkerOptions& o) { o.job.scale = -1; }},
+      {"WorkerOptions.job.scale", [](WorkerOptions& o) { o.job.scale = 1e-300; }},
+      {"WorkerOptions.job.scale", [](WorkerOptions& o) { o.job.scale = kMinScale / 2; }},
       {"WorkerOptions.job.slots", [](WorkerOptions& o) { o.job.slots = 300; }},
       {"WorkerOptions.job.initial_window", [](WorkerOptions& o) { o.job.initial_window = 512; }},
       {"WorkerOptions.job.retransmission_floor",
