@@ -47,13 +47,16 @@ class SharedIoThreads;  // atp/shared_io_threads.h
 struct RackLayout {
   std::vector<uint8_t> workers_per_rack;  // 1..32 racks, each 1..32 workers
 
-  // Uniform: `racks` racks of `workers_per_rack` workers each.
+  // Uniform: `racks` racks of `workers_per_rack` workers each. Counts
+  // outside 0..255 are kept at the nearer bound, never wrapped (258 workers
+  // is not 2), so that Validate refuses them.
   static RackLayout Uniform(int racks, int workers_per_rack);
 
   int racks() const { return static_cast<int>(workers_per_rack.size()); }
   int workers_in_rack(int rack) const { return workers_per_rack[static_cast<size_t>(rack)]; }
   int total_workers() const;
-  // RankOf: the rack-major index of (rack, worker_in_rack), 0..total_workers()-1.
+  // RankOf: the rack-major index of (rack, worker_in_rack),
+  // 0..total_workers()-1; -1 when the layout has no such worker.
   int RankOf(int rack, int worker_in_rack) const;
 
   // Validate: 1..32 racks of 1..32 workers. `field` prefixes the message.

@@ -179,7 +179,7 @@ class SkipPlan {
 
 // RandomShift: random mode's shift, uniform on 0..ranks-1, from
 // (seed, iteration, tensor): a SplitMix64 chain, so every rank and host
-// computes the same number with no communication.
+// computes the same number with no communication. ranks >= 1.
 int RandomShift(uint64_t seed, uint64_t iteration, uint64_t tensor, int ranks);
 
 // SkipPolicy: a job's SkipReduce setting over all its tensors (buckets) and

@@ -1,6 +1,7 @@
 // lib/options/options.cc: the Validate() of every public options struct.
 #include "atp/options.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -56,8 +57,8 @@ bool IsMulticast(const transport::DeviceAddress& address) {
 
 RackLayout RackLayout::Uniform(int racks, int workers_per_rack) {
   RackLayout layout;
-  layout.workers_per_rack.assign(static_cast<size_t>(racks < 0 ? 0 : racks),
-                                 static_cast<uint8_t>(workers_per_rack));
+  layout.workers_per_rack.assign(static_cast<size_t>(std::clamp(racks, 0, 255)),
+                                 static_cast<uint8_t>(std::clamp(workers_per_rack, 0, 255)));
   return layout;
 }
 
@@ -66,6 +67,9 @@ int RackLayout::total_workers() const {
 }
 
 int RackLayout::RankOf(int rack, int worker_in_rack) const {
+  if (rack < 0 || rack >= racks() || worker_in_rack < 0 || worker_in_rack >= workers_in_rack(rack)) {
+    return -1;
+  }
   int rank = 0;
   for (int r = 0; r < rack; ++r) rank += workers_in_rack(r);
   return rank + worker_in_rack;

@@ -18,6 +18,7 @@ protected_calls decide which calls skip nothing (docs/skipreduce.md, "In the
 c10d backend"). group.allreduce_calls says how many a group has started.
 """
 import atexit
+import dataclasses
 import datetime
 
 import torch.distributed as dist
@@ -40,12 +41,15 @@ def _close_owned():
 def _create(store, rank, world_size, timeout):
     from atp import _atp_torch  # torch's extension: only when the backend is used
     options = _options
+    if isinstance(timeout, datetime.timedelta):
+        options = dataclasses.replace(options, timeout_s=timeout.total_seconds())
+    timeout_s = options.timeout_s
     skip = options.skip
     policy = skip.policy(target="backend")
-    worker_options, transport, owner = rendezvous.resolve(store, rank, world_size, options)
+    worker_options, transport, owner = rendezvous.resolve(
+        store, rank, world_size, options, rendezvous.next_generation(options.job_id))
     if owner is not None:
         _owned_clusters.append(owner)
-    timeout_s = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else options.timeout_s
     return _atp_torch.ProcessGroupATP(store, rank, world_size, worker_options, transport,
                                       timeout_s, skip_policy=policy,
                                       protect_size=int(skip.protect_size),

@@ -38,8 +38,10 @@ class AtpHookState:
     """The hook's Worker and options (AtpOptions), and its local cluster if
     this rank started one. close() stops both."""
 
-    def __init__(self, worker, options, owner=None, store=None, world_size=1, schedule=None):
+    def __init__(self, worker, options, owner=None, store=None, world_size=1, schedule=None,
+                 generation=0):
         self.worker = worker
+        self._generation = generation
         self._store, self._world_size = store, world_size
         self.final_stats = {}
         self.options = options
@@ -65,14 +67,16 @@ class AtpHookState:
                 raise ValueError("AtpOptions.skip: this build's Worker.push_pull has no skip= "
                                  "(SkipReduce on ATP, issue 11 part 3); use "
                                  "atp.hook.RingHookState for the ring path")
-        worker_options, transport, owner = rendezvous.resolve(store, rank, world_size, options)
+        generation = rendezvous.next_generation(options.job_id)
+        worker_options, transport, owner = rendezvous.resolve(store, rank, world_size, options,
+                                                              generation)
         try:
             worker = core.Worker(worker_options, transport)
         except BaseException:
             if owner is not None:
                 owner.close()
             raise
-        return AtpHookState(worker, options, owner, store, world_size, schedule)
+        return AtpHookState(worker, options, owner, store, world_size, schedule, generation)
 
     def _owner_job(self):
         """The local job this rank started (None if it started none)."""
@@ -83,7 +87,8 @@ class AtpHookState:
         once every rank has closed (a store barrier). Call it on every rank."""
         self.worker.close()
         if self._store is not None and self._world_size > 1:
-            rendezvous.store_barrier(self._store, "hook-close/%d" % self.options.job_id,
+            rendezvous.store_barrier(self._store, "hook-close/%d/%d" % (self.options.job_id,
+                                                                       self._generation),
                                      self._world_size)
         if self._owner is not None:
             self.final_stats = self._owner.close()

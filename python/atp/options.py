@@ -200,8 +200,11 @@ class AtpOptions:
     # Timing. rto_floor_s: the retransmission floor. 50 ms dates from when
     # the testbed forced that floor; the engine's timeout now follows the
     # collective round trip (docs/protocol.md) and the tools' floor is 1 ms,
-    # so this default is to be re-measured. timeout_s: how long a Work or a
-    # hook future waits before failing.
+    # so this default is to be re-measured. timeout_s: how long an operation
+    # may wait without progress (a rank late to the collective, an
+    # unreachable PS) before it fails: the Worker's JobOptions.stall_timeout
+    # (the c10d backend takes init_process_group's timeout instead), and
+    # the ring hook's wait.
     rto_floor_s: float = 0.05
     timeout_s: float = 300.0
     # Polling of the worker's I/O threads: idle rounds spent spinning, then

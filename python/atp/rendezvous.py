@@ -4,8 +4,9 @@ options and transport.
 Three sources, in this order:
   1. $ATP_LOCAL_JOB (set by `python -m atp local -- COMMAND`);
   2. the local mode (AtpOptions.is_local()): rank 0 starts atp.local's
-     cluster and publishes the job in the store under "atp/job/<job_id>";
-     the other ranks read it there (store.get blocks until it is set);
+     cluster and publishes the job in the store under
+     "atp/job/<job_id>/<generation>"; the other ranks read it there
+     (store.get blocks until it is set);
   3. a real cluster: AtpOptions.ps_addresses, address, udp_bind, udp_gateway
      (or the ATP_* environment, AtpOptions.from_env).
 Rank and world size always come from torch.
@@ -17,11 +18,24 @@ import atp._atp as core
 from atp import local
 from atp.options import AtpOptions
 
-STORE_KEY = "atp/job/%d"
+STORE_KEY = "atp/job/%d/%d"
+
+# Per job id: how many Workers this process has resolved (next_generation).
+_generations = {}
 
 
-def _job_from_store(store, rank, world_size, options):
-    key = STORE_KEY % options.job_id
+def next_generation(job_id):
+    """The number of this rank's next Worker of job `job_id`, from 0. Every
+    rank creates its hook states and process groups in the same order, so
+    the n-th of each rank is the same generation: its keys in the store are
+    its own, never a stopped earlier cluster's (a store keeps its keys)."""
+    generation = _generations.get(job_id, 0)
+    _generations[job_id] = generation + 1
+    return generation
+
+
+def _job_from_store(store, rank, world_size, options, generation):
+    key = STORE_KEY % (options.job_id, generation)
     if rank == 0:
         owner = local.OwnedLocalCluster(world_size, options.job_id, options.io_threads)
         store.set(key, json.dumps(owner.job))
@@ -29,15 +43,16 @@ def _job_from_store(store, rank, world_size, options):
     return json.loads(store.get(key)), None
 
 
-def resolve(store, rank, world_size, options):
+def resolve(store, rank, world_size, options, generation=0):
     """Returns (WorkerOptions, TransportOptions, owner); owner, if not None,
     is the local cluster this rank started (atp.local.OwnedLocalCluster:
-    close() it when done)."""
+    close() it when done). generation: next_generation(options.job_id), in
+    the local mode the store key's."""
     owner = None
     if os.environ.get("ATP_LOCAL_JOB"):
         job = json.loads(os.environ["ATP_LOCAL_JOB"])
     elif options.is_local():
-        job, owner = _job_from_store(store, rank, world_size, options)
+        job, owner = _job_from_store(store, rank, world_size, options, generation)
     else:
         job = None
     if job is not None:
@@ -78,6 +93,10 @@ def _worker(job_id, racks, io_threads, ps, address, bind, gateway, rank, world_s
     w.job.scale = options.scale
     w.job.retransmission_floor = options.rto_floor_s
     w.job.initial_retransmission_timeout = max(0.02, options.rto_floor_s)
+    # A rank may reach a collective as late as the caller's timeout allows
+    # (a checkpoint, an evaluation): the others wait that long, not the
+    # Worker's default 10 s, before failing.
+    w.job.stall_timeout = options.timeout_s
     w.rack, w.worker_in_rack = _place(racks, rank)
     w.parameter_servers = [core.DeviceAddress(a) for a in ps]
     w.polling.spin_iterations = options.spin_iterations

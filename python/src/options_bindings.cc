@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "atp/options.h"
 #include "atp/transport_factory.h"
+#include "atp/wire.h"
 #include "pybind11/pybind11.h"
 #include "pybind11/stl.h"
 #include "python/src/bindings.h"
@@ -75,11 +77,35 @@ void RegisterOptions(py::module_& m) {
              return l;
            }),
            py::arg("workers_per_rack"))
-      .def_static("uniform", &RackLayout::Uniform, py::arg("racks"), py::arg("workers_per_rack"))
+      .def_static(
+          "uniform",
+          [](int racks, int workers_per_rack) {
+            if (racks < 1 || racks > static_cast<int>(wire::kMaxFanIn)) {
+              throw py::value_error(absl::StrCat("RackLayout.uniform: racks = ", racks,
+                                                 " is not in 1..", wire::kMaxFanIn));
+            }
+            if (workers_per_rack < 1 || workers_per_rack > static_cast<int>(wire::kMaxFanIn)) {
+              throw py::value_error(absl::StrCat("RackLayout.uniform: workers_per_rack = ",
+                                                 workers_per_rack, " is not in 1..",
+                                                 wire::kMaxFanIn));
+            }
+            return RackLayout::Uniform(racks, workers_per_rack);
+          },
+          py::arg("racks"), py::arg("workers_per_rack"))
       .def_readwrite("workers_per_rack", &RackLayout::workers_per_rack)
       .def("racks", &RackLayout::racks)
       .def("total_workers", &RackLayout::total_workers)
-      .def("rank_of", &RackLayout::RankOf, py::arg("rack"), py::arg("worker_in_rack"));
+      .def(
+          "rank_of",
+          [](const RackLayout& self, int rack, int worker_in_rack) {
+            const int rank = self.RankOf(rack, worker_in_rack);
+            if (rank < 0) {
+              throw py::index_error(absl::StrCat("RackLayout.rank_of: the layout has no worker ",
+                                                 worker_in_rack, " in rack ", rack));
+            }
+            return rank;
+          },
+          py::arg("rack"), py::arg("worker_in_rack"));
   layout.def("validate", [](const RackLayout& l) { ThrowIfError(l.Validate()); });
 
   py::enum_<CongestionControl>(m, "CongestionControl")

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "atp/skip_reduce.h"
 #include "pybind11/pybind11.h"
 #include "pybind11/stl.h"
@@ -117,8 +118,14 @@ void RegisterSkip(py::module_& m) {
   m.def("skip_steps_for_rate", &SkipStepsForRate, py::arg("rate"), py::arg("ranks"),
         "k for skipping `rate` of the contributions on `ranks` ranks: round(rate * ranks), at "
         "most ranks - 1.");
-  m.def("random_shift", &RandomShift, py::arg("seed"), py::arg("iteration"), py::arg("tensor"),
-        py::arg("ranks"), "Random mode's shift (the same on every rank and host).");
+  m.def(
+      "random_shift",
+      [](uint64_t seed, uint64_t iteration, uint64_t tensor, int ranks) {
+        if (ranks < 1) throw py::value_error(absl::StrCat("ranks = ", ranks, ": at least 1"));
+        return RandomShift(seed, iteration, tensor, ranks);
+      },
+      py::arg("seed"), py::arg("iteration"), py::arg("tensor"), py::arg("ranks"),
+      "Random mode's shift, 0..ranks-1 (the same on every rank and host).");
 
   py::class_<SkipPlan>(m, "SkipPlan", "Which steps, slices and contributions one collective skips.")
       .def_static(

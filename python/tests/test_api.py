@@ -208,3 +208,28 @@ def test_wait_releases_the_gil(two_workers):
     waiter.join(30)
     assert not waiter.is_alive() and h.done()
     np.testing.assert_array_equal(x[0], np.full(620, 2.0, np.float32))
+
+
+def test_a_rank_may_be_as_late_as_the_callers_timeout():
+    """The Worker of a hook or backend waits for a late rank as long as the
+    caller's timeout, not JobOptions' 10 s stall default."""
+    from atp import rendezvous
+    options = atp.AtpOptions(local=False, ps_addresses=["10.1.200.1"], address="10.1.0.1",
+                             udp_bind="127.0.0.1:30001", timeout_s=1800.0)
+    w, _, owner = rendezvous.resolve(None, 0, 2, options)
+    assert owner is None
+    assert w.job.stall_timeout == 1800.0
+
+
+def test_layout_and_shift_refuse_what_is_out_of_range():
+    layout = atp.RackLayout([2, 2])
+    assert layout.rank_of(1, 1) == 3
+    for rack, worker in ((5, 0), (100000000, 0), (-1, 0), (0, 2)):
+        with pytest.raises(IndexError, match="no worker"):
+            layout.rank_of(rack, worker)
+    for racks, workers in ((1, 258), (2, -254), (0, 2), (33, 1)):
+        with pytest.raises(ValueError, match="RackLayout.uniform"):
+            atp.RackLayout.uniform(racks, workers)
+    with pytest.raises(ValueError, match="ranks"):
+        atp.random_shift(1, 2, 3, 0)
+    assert 0 <= atp.random_shift(1, 2, 3, 5) < 5

@@ -38,6 +38,16 @@ def local_grads(rank):
 def run(rank, init_file):
     dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank,
                             world_size=WORLD)
+    try:
+        # Twice: the second state's local cluster is a new one, and rank 1
+        # must not read the first's (stopped) from the store.
+        for _ in range(2):
+            one_step(rank)
+    finally:
+        dist.destroy_process_group()
+
+
+def one_step(rank):
     state = hook.AtpHookState.create(atp.AtpOptions())
     try:
         model = nn.parallel.DistributedDataParallel(make_model())
@@ -53,7 +63,6 @@ def run(rank, init_file):
         assert counters["aggregated_in_switch"] + counters["aggregated_at_ps"] > 0
     finally:
         state.close()
-        dist.destroy_process_group()
 
 
 def test_hook_result_equals_the_exact_reference():

@@ -2,6 +2,7 @@
 #include "atp/options.h"
 
 #include <string>
+#include <utility>
 
 #include "atp/parameter_server.h"
 #include "atp/transport/loopback.h"
@@ -53,6 +54,21 @@ TEST(OptionsTest, RackLayoutRanksAreRackMajor) {
   EXPECT_EQ(layout.RankOf(0, 2), 2);
   EXPECT_EQ(layout.RankOf(1, 0), 3);
   EXPECT_EQ(layout.RankOf(2, 1), 5);
+  // No such worker: -1, never a rank read past the racks.
+  EXPECT_EQ(layout.RankOf(1, 1), -1);
+  EXPECT_EQ(layout.RankOf(3, 0), -1);
+  EXPECT_EQ(layout.RankOf(100000000, 0), -1);
+  EXPECT_EQ(layout.RankOf(-1, 0), -1);
+  EXPECT_EQ(layout.RankOf(0, -1), -1);
+}
+
+TEST(OptionsTest, AUniformLayoutOutOfRangeIsRefusedNotWrapped) {
+  EXPECT_TRUE(RackLayout::Uniform(2, 32).Validate().ok());
+  // 258 workers would be 2 as a byte; -254 likewise.
+  for (const auto& [racks, workers] : {std::pair{1, 258}, std::pair{2, -254}, std::pair{1, 0},
+                                       std::pair{0, 2}, std::pair{1000000000, 2}}) {
+    EXPECT_FALSE(RackLayout::Uniform(racks, workers).Validate().ok()) << racks << " x " << workers;
+  }
 }
 
 struct WorkerCase {
