@@ -58,8 +58,10 @@ class Handle {
   // destroying the Worker, with CancelledError), after Wait() callers are
   // woken and with no lock held, so the output is complete when it runs.
   // Meant for frameworks that complete their own futures (the PyTorch hook
-  // and backend): keep it short, it delays that I/O thread's other work, and
-  // never wait on a Handle of the same Worker inside it. Several callbacks
+  // and backend): keep it short, it delays that I/O thread's other work,
+  // never wait on a Handle of the same Worker inside it, and never destroy
+  // the Worker (or one sharing its I/O threads) inside it: that aborts the
+  // process with a message, as the destruction would wait for itself. Several callbacks
   // per operation are allowed; they run in the order added. An invalid
   // handle calls it at once with FailedPreconditionError.
   void OnDone(std::function<void(const absl::Status&)> callback) const;

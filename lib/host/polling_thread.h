@@ -92,6 +92,10 @@ class PollingThread {
   // Stop: ends the loop after the current round and joins. Idempotent.
   void Stop();
 
+  // IsCallingThread: the caller is this thread (one of its steps, or what a
+  // step calls), where Remove and Stop would wait for themselves.
+  bool IsCallingThread() const { return std::this_thread::get_id() == thread_.get_id(); }
+
   // sleeps: how many times the thread slept (tests, statistics).
   uint64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
 

@@ -1,5 +1,6 @@
 #include "lib/runtime/loop_threads.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -57,6 +58,11 @@ absl::Status LoopThreads::Run(std::string name, std::vector<int> wait_fds,
   }
   placed_.push_back(Placed{thread, thread->Add(std::move(wait_fds), std::move(step))});
   return absl::OkStatus();
+}
+
+bool LoopThreads::RunsOnCallingThread() const {
+  return std::any_of(placed_.begin(), placed_.end(),
+                     [](const Placed& placed) { return placed.thread->IsCallingThread(); });
 }
 
 void LoopThreads::StopAll() {

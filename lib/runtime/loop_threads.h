@@ -52,7 +52,13 @@ class LoopThreads {
   void Wake(size_t loop) { placed_[loop].thread->Wake(); }
 
   // StopAll: when it returns, no loop's step runs nor ever will. Idempotent.
+  // Not from a step of these threads (RunsOnCallingThread): it would wait
+  // for itself.
   void StopAll();
+
+  // RunsOnCallingThread: one of the loops runs on the calling thread (a
+  // completion callback of this Worker, or of another sharing its threads).
+  bool RunsOnCallingThread() const;
 
   size_t size() const { return placed_.size(); }
 

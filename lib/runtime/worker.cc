@@ -121,6 +121,14 @@ absl::Status WorkerImpl::StartQueues() {
 WorkerImpl::~WorkerImpl() { Shutdown(); }
 
 void WorkerImpl::Shutdown() {
+  if (threads_.RunsOnCallingThread()) {
+    // Stopping the I/O threads waits for the step in progress: the one that
+    // called this. Said and stopped here rather than a silent hang.
+    internal::Logger().critical(
+        "atp::Worker destroyed on one of its own I/O threads (inside an OnDone callback?): "
+        "it would wait for itself forever; destroy it from another thread (atp/handle.h)");
+    std::abort();
+  }
   threads_.StopAll();
   const absl::Status cancelled = absl::CancelledError("the Worker was destroyed");
   for (auto& loop : loops_) loop->Abandon(cancelled);

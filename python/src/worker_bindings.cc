@@ -56,11 +56,19 @@ void Wait(const PyHandle& h, std::optional<double> timeout_s) {
   ThrowIfError(status);
 }
 
+// in_on_done_callback: this thread runs an on_done callback (where closing
+// a Worker would wait for the thread itself: PyWorker::Close refuses).
+thread_local int in_on_done_callback = 0;
+
 // OnDone: `callback(None)` on success, `callback("CODE: message")` on failure.
 void OnDone(const PyHandle& h, py::object callback) {
   std::shared_ptr<py::object> fn = GilSafe(std::move(callback));
   h.handle.OnDone([fn](const absl::Status& status) {
     py::gil_scoped_acquire gil;
+    ++in_on_done_callback;
+    struct Leave {
+      ~Leave() { --in_on_done_callback; }
+    } leave;
     try {
       if (status.ok()) {
         (*fn)(py::none());
@@ -152,6 +160,11 @@ class PyWorker {
   // metrics servers stop first: a scrape reads the Worker.
   void Close() {
     if (worker_ == nullptr) return;
+    if (in_on_done_callback > 0) {
+      throw std::runtime_error(
+          "atp.Worker.close() inside an on_done callback: the callback runs on an I/O thread "
+          "that closing would wait for; close it from another thread");
+    }
     for (const std::shared_ptr<PyMetricsServer>& server : metrics_) server->Close();
     metrics_.clear();
     std::unique_ptr<Worker> worker = std::move(worker_);
@@ -195,7 +208,8 @@ void RegisterWorker(py::module_& m) {
       .def("done", [](const PyHandle& h) { return h.handle.Poll(); })
       .def("on_done", &OnDone, py::arg("callback"),
            "callback(None) on success or callback('CODE: message') on failure, once, on the "
-           "I/O thread that finishes it (at once if it has finished). Keep it short.")
+           "I/O thread that finishes it (at once if it has finished). Keep it short; "
+           "Worker.close() inside it raises RuntimeError.")
       .def_property_readonly("id", [](const PyHandle& h) { return h.handle.id(); })
       .def_property_readonly("output", [](const PyHandle& h) { return h.output; });
 

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "atp/quantize.h"
 #include "atp/worker.h"
 #include "gmock/gmock.h"
@@ -211,6 +212,32 @@ TEST(WorkerApiTest, DestroyingTheWorkerCancelsWhatIsStillRunning) {
   EXPECT_TRUE(absl::IsCancelled(h->Wait(absl::ZeroDuration())));
   EXPECT_TRUE(absl::IsCancelled(pushed->status()));
   EXPECT_TRUE(absl::IsCancelled(pull->status()));
+}
+
+// DestroyTheClusterInsideACallback: worker 0's OnDone destroys the cluster,
+// worker 0 included, on worker 0's I/O thread.
+void DestroyTheClusterInsideACallback() {
+  auto cluster = TwoWorkers();
+  std::vector<float> a = Values(100, 1);
+  std::vector<float> b = Values(100, 2);
+  std::vector<float> out_a(100);
+  std::vector<float> out_b(100);
+  absl::Notification destroyed;  // never, if the destruction aborts
+  auto h = cluster->worker(0, 0).PushPull(a, out_a);
+  h->OnDone([&](const absl::Status&) {
+    cluster.reset();
+    destroyed.Notify();
+  });
+  auto other = cluster->worker(0, 1).PushPull(b, out_b);  // completes it
+  // Wait callers are woken before the callbacks run: wait for the callback.
+  destroyed.WaitForNotificationWithTimeout(kDeadline);
+}
+
+// Destroying a Worker inside its own OnDone callback would wait for the I/O
+// thread the callback runs on: the process stops saying why, never hangs.
+TEST(WorkerApiDeathTest, DestroyingTheWorkerInsideItsCallbackAbortsSayingWhy) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(DestroyTheClusterInsideACallback(), "destroyed on one of its own I/O threads");
 }
 
 TEST(WorkerApiTest, StatsCountOperationsAndFrames) {
