@@ -20,9 +20,11 @@
 // - PushPull(input, output): contributes `input`; when the handle finishes,
 //   `output` holds the aggregate of every worker's input of this operation,
 //   bit-identical on every worker: per element, the exact sum of the workers'
-//   quantized values (round(x * scale) as int32) divided by scale, or, when a
-//   value is NaN, infinite or overflows the int32 range, the float32 rounding
-//   of the sum of the float32 values (ATP-SPEC section 8). With
+//   quantized values (round(x * scale) as int32) divided by scale, or, for
+//   every element of a fragment (62 values) in which a worker's value is
+//   NaN or infinite or a value or the sum overflows the int32 range, the
+//   float32 rounding of the sum of the float32 values (the fragment travels
+//   as float32: ATP-SPEC section 8). With
 //   Reduction::kAverage that result is then divided by the job's worker count.
 // - Push(key, input): the same aggregation, with the result kept inside the
 //   Worker under `key` instead of written to caller memory. Its handle

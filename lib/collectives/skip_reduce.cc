@@ -35,6 +35,14 @@ absl::Status SkipOptions::Validate(int ranks, std::string_view field) const {
                                                    " is outside 0..", ranks - 1, " (", ranks,
                                                    " ranks)"));
   }
+  if (mode != SkipMode::kNone && mode != SkipMode::kStatic && mode != SkipMode::kRandom) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), ".mode: ",
+                                                   static_cast<int>(mode), " is not a SkipMode"));
+  }
+  if (divisor != SkipDivisor::kAllRanks && divisor != SkipDivisor::kContributors) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(field), ".divisor: ", static_cast<int>(divisor), " is not a SkipDivisor"));
+  }
   if (mode == SkipMode::kNone && (reduce_scatter_steps != 0 || all_gather_steps != 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(field), ".mode: kNone with steps to skip (set kStatic or kRandom)"));

@@ -346,8 +346,12 @@ void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, uint64_t ps_inca
                       vs_ps ? " but the parameter server's is "
                             : " but the first worker to declare it has ",
                       expected,
-                      " (reported by the parameter server; every worker of a job must use the "
-                      "same JobOptions)")),
+                      " (reported by the parameter server; ",
+                      vs_ps || failure.detail == "io_threads" || failure.detail == "scale"
+                          ? "every worker of a job must use the same JobOptions"
+                          : "every worker must issue the same operations, of the same sizes, "
+                            "in the same order",
+                      ")")),
                   failure);
     }
   }

@@ -49,6 +49,14 @@ absl::Status CheckSlots(std::string_view field, uint32_t slots) {
   return absl::OkStatus();
 }
 
+absl::Status CheckSourceCheck(std::string_view field, std::string_view name, SourceCheck check) {
+  if (check == SourceCheck::kIpv4 || check == SourceCheck::kIpv4AndMac ||
+      check == SourceCheck::kOff) {
+    return absl::OkStatus();
+  }
+  return FieldError(field, name, absl::StrCat(static_cast<int>(check), " is not a SourceCheck"));
+}
+
 bool IsMulticast(const transport::DeviceAddress& address) {
   return (address.ipv4.value >> 28) == 0xE;
 }
@@ -179,6 +187,10 @@ absl::Status PollingOptions::Validate(std::string_view field) const {
 
 absl::Status WorkerOptions::Validate(std::string_view field) const {
   if (absl::Status s = job.Validate(absl::StrCat(Sv(field), ".job")); !s.ok()) return s;
+  if (absl::Status s = CheckSourceCheck(field, "parameter_source_check", parameter_source_check);
+      !s.ok()) {
+    return s;
+  }
   if (rack < 0 || rack >= job.layout.racks()) {
     return FieldError(field, "rack",
                       absl::StrCat(rack, " is not in 0..", job.layout.racks() - 1));
@@ -242,6 +254,10 @@ absl::Status ParameterServerJobOptions::Validate(std::string_view field) const {
 
 absl::Status ParameterServerOptions::Validate(std::string_view field) const {
   if (jobs.empty()) return FieldError(field, "jobs", "needs at least one job");
+  if (absl::Status s = CheckSourceCheck(field, "gradient_source_check", gradient_source_check);
+      !s.ok()) {
+    return s;
+  }
   std::array<bool, wire::kMaxJobId + 1> seen{};
   for (size_t i = 0; i < jobs.size(); ++i) {
     const std::string job_field = absl::StrCat(Sv(field), ".jobs[", i, "]");

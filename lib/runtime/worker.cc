@@ -153,6 +153,11 @@ absl::Status WorkerImpl::CheckUsable() const {
 }
 
 absl::Status WorkerImpl::ValidateOpOptions(const OpOptions& op_options) const {
+  if (op_options.reduction != Reduction::kSum && op_options.reduction != Reduction::kAverage) {
+    return absl::InvalidArgumentError(absl::StrCat("OpOptions.reduction: ",
+                                                   static_cast<int>(op_options.reduction),
+                                                   " is not a Reduction"));
+  }
   ATP_RETURN_IF_ERROR(op_options.skip.Validate(total_workers_, "OpOptions.skip"));
   if (op_options.skip.all_gather_steps != 0) {
     return absl::InvalidArgumentError(

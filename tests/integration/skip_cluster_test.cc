@@ -184,6 +184,10 @@ TEST(SkipClusterTest, BadOptionsAreRefusedNamingTheField) {
   ASSERT_FALSE(none_with_steps.ok());
   EXPECT_NE(none_with_steps.status().message().find("OpOptions.skip.mode"), std::string::npos)
       << none_with_steps.status();
+  auto bad_reduction = w.PushPull(in, out, {.reduction = static_cast<Reduction>(7)});
+  ASSERT_FALSE(bad_reduction.ok());
+  EXPECT_NE(bad_reduction.status().message().find("OpOptions.reduction: 7"), std::string::npos)
+      << bad_reduction.status();
   // A refused call started nothing: the job's next collective still works.
   EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = {1000}, .seed = 3}));
 }

@@ -37,6 +37,19 @@ TEST(SkipOptionsTest, RefusesStepsOutsideTheRing) {
   EXPECT_NE(status.message().find("SkipOptions.mode"), std::string_view::npos) << status;
 }
 
+TEST(SkipOptionsTest, RefusesEnumValuesOutsideTheirEnum) {
+  SkipOptions mode = Static(1);
+  mode.mode = static_cast<SkipMode>(9);  // ran as static before
+  EXPECT_NE(mode.Validate(4).message().find("SkipOptions.mode: 9 is not a SkipMode"),
+            std::string_view::npos)
+      << mode.Validate(4);
+  SkipOptions divisor = Static(1);
+  divisor.divisor = static_cast<SkipDivisor>(5);  // ran as kAllRanks before
+  EXPECT_NE(divisor.Validate(4).message().find("SkipOptions.divisor: 5 is not a SkipDivisor"),
+            std::string_view::npos)
+      << divisor.Validate(4);
+}
+
 TEST(SliceRangeTest, SlicesTileTheTensor) {
   for (const size_t count : {0u, 1u, 7u, 8u, 1001u}) {
     for (int n = 1; n <= 8; ++n) {

@@ -106,6 +106,8 @@ TEST(OptionsTest, EachBadWorkerFieldIsNamed) {
       {"WorkerOptions.polling.max_sleep",
        [](WorkerOptions& o) { o.polling.max_sleep = absl::Seconds(5); }},
       {"WorkerOptions.max_burst", [](WorkerOptions& o) { o.max_burst = 0; }},
+      {"WorkerOptions.parameter_source_check",
+       [](WorkerOptions& o) { o.parameter_source_check = static_cast<SourceCheck>(9); }},
   };
   for (const WorkerCase& c : cases) {
     WorkerOptions o = GoodWorker();
@@ -142,6 +144,8 @@ TEST(OptionsTest, EachBadParameterServerFieldIsNamed) {
        }},
       {"ParameterServerOptions.orphan_timeout",
        [](ParameterServerOptions& o) { o.orphan_timeout = absl::ZeroDuration(); }},
+      {"ParameterServerOptions.gradient_source_check",
+       [](ParameterServerOptions& o) { o.gradient_source_check = static_cast<SourceCheck>(9); }},
   };
   for (const PsCase& c : cases) {
     ParameterServerOptions o = GoodPs();
