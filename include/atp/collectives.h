@@ -85,10 +85,17 @@ struct RingAllreduceOptions {
 
 // RingAllreduce: reduces `data` (float32, the same length on every rank) in
 // place across the context's ranks, skipping what options.skip says
-// (atp/skip_reduce.h: SkipPlan says what every slice holds). Errors:
-// InvalidArgument for bad options; Unavailable when the transport fails or
-// the timeout passes, Aborted when a wait was aborted (the context is then
-// unusable).
+// (atp/skip_reduce.h: SkipPlan says what every slice holds). Before any data
+// moves, every rank sends its length to every other rank (N-1 messages of 8
+// bytes each way); when the lengths differ, every rank returns
+// InvalidArgument naming the first rank whose length differs from rank 0's
+// ("rank 1 has 9 values, rank 0 has 10 ..."), with `data` untouched, and the
+// context stays usable for the next call. Zero values on every rank is a
+// valid call (OK, nothing to do); zero beside a non-zero length is refused.
+// Errors: InvalidArgument for bad options or lengths that differ;
+// Unavailable when the transport fails or the timeout passes, Aborted when a
+// wait was aborted (the context is then unusable: gloo closes every pair of
+// a context whose wait timed out).
 absl::Status RingAllreduce(gloo::Context& context, std::span<float> data,
                            const RingAllreduceOptions& options);
 

@@ -13,13 +13,26 @@
 // Memory safety of receiving straight into `data` in all-gather: a slice
 // arrives in all-gather only after its whole reduce-scatter chain has
 // passed, i.e. after every send of that slice by this rank was received.
+//
+// Before any data message, every rank sends its element count to every other
+// rank (8 bytes each, on a slot of their own) and all ranks compare the same
+// list, so they refuse a mismatch together: gloo aborts the process when a
+// message is larger than the receive posted for it, and it does so on its
+// own device thread, out of reach of the catch below. Only a unanimous
+// refusal leaves no data send or receive posted that a later call on the
+// same slots could match; a check with the neighbours only would let ranks
+// far from the mismatch start the ring and time out (closing the context).
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "atp/collectives.h"
 #include "gloo/context.h"
 #include "gloo/transport/unbound_buffer.h"
@@ -50,8 +63,70 @@ void Scale(float* values, size_t n, float factor) {
 }
 
 // Slots of this file's messages: a prefix byte gloo's own collectives do not
-// use, the tag, then the message number.
+// use (theirs are 0x01..0x08, gloo/types.h), the tag, then the message
+// number. The count exchange has a prefix of its own, so its 8-byte messages
+// never meet a data message's receive, nor a data message theirs.
 constexpr uint64_t kSlotPrefix = uint64_t{0xA7} << 56;
+constexpr uint64_t kCountSlotPrefix = uint64_t{0xA8} << 56;
+
+uint64_t CountSlot(uint32_t tag) { return kCountSlotPrefix | (static_cast<uint64_t>(tag) << 32); }
+
+// ExchangeCounts: every rank's element count, indexed by rank (the same list
+// on every rank). Every receive is exactly 8 bytes, as is every message on
+// CountSlot, so no count can overrun its buffer; all sends and receives
+// have completed when it returns OK.
+absl::StatusOr<std::vector<uint64_t>> ExchangeCounts(gloo::Context& context, uint64_t count,
+                                                     const RingAllreduceOptions& options) {
+  std::vector<uint64_t> counts(static_cast<size_t>(context.size));
+  counts[context.rank] = count;
+  uint64_t mine = count;
+  std::unique_ptr<gloo::transport::UnboundBuffer> send =
+      context.createUnboundBuffer(&mine, sizeof(mine));
+  std::unique_ptr<gloo::transport::UnboundBuffer> recv =
+      context.createUnboundBuffer(counts.data(), counts.size() * sizeof(uint64_t));
+  const uint64_t slot = CountSlot(options.tag);
+  for (int peer = 0; peer < context.size; ++peer) {
+    if (peer == context.rank) continue;
+    recv->recv(peer, slot, static_cast<size_t>(peer) * sizeof(uint64_t), sizeof(uint64_t));
+    send->send(peer, slot, 0, sizeof(uint64_t));
+  }
+  const std::chrono::milliseconds timeout = ToMilliseconds(options.timeout);
+  for (int peers = 1; peers < context.size; ++peers) {
+    if (!recv->waitRecv(nullptr, timeout)) {
+      return absl::AbortedError("RingAllreduce: receiving the ranks' counts aborted");
+    }
+  }
+  for (int peers = 1; peers < context.size; ++peers) {
+    if (!send->waitSend(nullptr, timeout)) {
+      return absl::AbortedError("RingAllreduce: sending this rank's count aborted");
+    }
+  }
+  return counts;
+}
+
+// CountsAgree: OK when every rank has the same count; otherwise
+// InvalidArgument naming the first rank whose count differs from rank 0's.
+// Every rank computes the same answer from the same list.
+absl::Status CountsAgree(const std::vector<uint64_t>& counts) {
+  for (size_t r = 1; r < counts.size(); ++r) {
+    if (counts[r] == counts[0]) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RingAllreduce: rank ", r, " has ", counts[r], " values, rank 0 has ", counts[0],
+        " (every rank must pass the same number; values by rank: ", absl::StrJoin(counts, ", "),
+        ")"));
+  }
+  return absl::OkStatus();
+}
+
+// EveryRankHasTheSameCount: the exchange and the comparison; a context of
+// one rank has nothing to compare.
+absl::Status EveryRankHasTheSameCount(gloo::Context& context, size_t count,
+                                      const RingAllreduceOptions& options) {
+  if (context.size == 1) return absl::OkStatus();
+  absl::StatusOr<std::vector<uint64_t>> counts = ExchangeCounts(context, count, options);
+  if (!counts.ok()) return counts.status();
+  return CountsAgree(*counts);
+}
 
 struct Step {
   bool reduce;     // reduce-scatter (add into data) or all-gather (copy)
@@ -227,6 +302,10 @@ absl::Status RingAllreduce(gloo::Context& context, std::span<float> data,
   absl::StatusOr<SkipPlan> plan = SkipPlan::Create(options.skip, context.size);
   if (!plan.ok()) return plan.status();
   try {
+    if (absl::Status status = EveryRankHasTheSameCount(context, data.size(), options);
+        !status.ok()) {
+      return status;
+    }
     RingRun run(context, data, options, *plan);
     return run.Run();
   } catch (const std::exception& e) {

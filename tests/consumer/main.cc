@@ -1,7 +1,8 @@
 // Uses only installed public headers: quantizes a fragment, frames it, decodes
 // it back, and checks the values survived; validates transport options (kernel
 // UDP, and DPDK when libatp was built with it), which links the transport
-// libraries without opening a device.
+// libraries without opening a device; when libatp was built with gloo, runs a
+// one-rank ring allreduce (atp::collectives) over a loopback gloo context.
 #include <array>
 #include <cstdio>
 #include <string>
@@ -13,6 +14,12 @@
 #include "atp/wire.h"
 #if ATP_HAVE_DPDK
 #include "atp/transport/dpdk.h"
+#endif
+#if ATP_HAVE_GLOO
+#include <memory>
+
+#include "atp/collectives.h"
+#include "gloo/rendezvous/hash_store.h"
 #endif
 
 namespace {
@@ -32,6 +39,26 @@ bool TransportOptionsWork() {
   if (!eal.Validate().ok()) return false;
   const std::vector<std::string> args = eal.ToArgs();
   if (args.empty()) return false;
+#endif
+  return true;
+}
+
+// CollectivesWork: a ring allreduce on a one-rank gloo context (the average
+// over one rank is its own data), which links and runs atp::collectives and
+// gloo from the installed package; and the options refuse a bad chunk size.
+bool CollectivesWork() {
+#if ATP_HAVE_GLOO
+  gloo::rendezvous::HashStore store;
+  const absl::StatusOr<std::shared_ptr<gloo::Context>> context =
+      atp::collectives::Connect(store, {.rank = 0, .ranks = 1});
+  if (!context.ok()) return false;
+  atp::collectives::RingAllreduceOptions options;
+  options.op = atp::collectives::ReduceOp::kAverage;
+  std::vector<float> data = {0.5f, -2.0f, 3.0f};
+  if (!atp::collectives::RingAllreduce(**context, data, options).ok()) return false;
+  if (data != std::vector<float>{0.5f, -2.0f, 3.0f}) return false;
+  options.chunk_bytes = 6;  // not a multiple of 4
+  if (options.Validate(1).ok()) return false;
 #endif
   return true;
 }
@@ -64,7 +91,8 @@ int main() {
     return 1;
   }
   if (!TransportOptionsWork()) return 1;
-  std::printf("libatp %d.%d.%d consumer: ok (DPDK %d, mlx5 %d)\n", ATP_VERSION_MAJOR,
-              ATP_VERSION_MINOR, ATP_VERSION_PATCH, ATP_HAVE_DPDK, ATP_HAVE_MLX5);
+  if (!CollectivesWork()) return 1;
+  std::printf("libatp %d.%d.%d consumer: ok (DPDK %d, mlx5 %d, gloo %d)\n", ATP_VERSION_MAJOR,
+              ATP_VERSION_MINOR, ATP_VERSION_PATCH, ATP_HAVE_DPDK, ATP_HAVE_MLX5, ATP_HAVE_GLOO);
   return 0;
 }

@@ -6,9 +6,11 @@
 // SkipPlan.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "atp/collectives.h"
 #include "atp/skip_reduce.h"
 #include "gloo/context.h"
@@ -108,6 +110,28 @@ void RunAndCheck(RankGroup& group, size_t count, const RingAllreduceOptions& opt
     if (options.skip.all_gather_steps == 0) {
       ASSERT_EQ(data[r], data[0]);
     }
+  }
+}
+
+// ExpectEveryRankRefuses: one allreduce where rank r passes counts[r] values;
+// every rank must return InvalidArgument containing `message` (no abort, no
+// timeout: the refusal is unanimous) and leave its data untouched.
+void ExpectEveryRankRefuses(RankGroup& group, const std::vector<size_t>& counts,
+                            const std::string& message) {
+  const int n = group.ranks();
+  ASSERT_EQ(counts.size(), static_cast<size_t>(n));
+  std::vector<std::vector<float>> data(counts.size());
+  for (int r = 0; r < n; ++r) data[r].assign(counts[r], 1.0f);
+  std::vector<absl::Status> statuses(static_cast<size_t>(n));
+  RingAllreduceOptions options;
+  options.chunk_bytes = 16;             // several messages per slice
+  options.timeout = absl::Seconds(10);  // a rank left waiting fails as Unavailable
+  group.Each([&](int r) { statuses[r] = RingAllreduce(group.context(r), data[r], options); });
+  for (int r = 0; r < n; ++r) {
+    SCOPED_TRACE(::testing::Message() << "rank " << r);
+    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kInvalidArgument) << statuses[r];
+    EXPECT_NE(statuses[r].message().find(message), absl::string_view::npos) << statuses[r];
+    EXPECT_EQ(data[r], std::vector<float>(counts[r], 1.0f));
   }
 }
 
@@ -212,6 +236,19 @@ TEST_P(RingAllreduceTest, SelectivePolicySkipsOnlyUnprotectedBuckets) {
   }
 }
 
+// The last rank passes one value fewer (the case whose smaller receive made
+// gloo abort the process): all ranks refuse, including those far from it in
+// the ring, and the same contexts then run an exact allreduce.
+TEST_P(RingAllreduceTest, EveryRankRefusesWhenOneRankHasAnotherCount) {
+  RankGroup group(GetParam());
+  const int n = group.ranks();
+  std::vector<size_t> counts(static_cast<size_t>(n), 64);
+  counts.back() = 63;
+  ExpectEveryRankRefuses(group, counts,
+                         absl::StrCat("rank ", n - 1, " has 63 values, rank 0 has 64"));
+  RunAndCheck(group, 64, RingAllreduceOptions{});
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, RingAllreduceTest, ::testing::Range(2, 9),
                          [](const ::testing::TestParamInfo<int>& param_info) {
                            return std::to_string(param_info.param) + "Ranks";
@@ -245,6 +282,29 @@ TEST(RingAllreduceTest, OneRankIsTheIdentityOrItsAverage) {
   options.op = ReduceOp::kAverage;
   ASSERT_TRUE(RingAllreduce(group.context(0), data, options).ok());
   EXPECT_EQ(data, (std::vector<float>{1.0f, 2.0f, 3.0f}));
+}
+
+// Counts that differ between ranks (each once aborted the process in gloo's
+// device thread, or let one rank return OK alone): every rank refuses, and a
+// following call with matching counts on the same contexts is exact.
+TEST(RingAllreduceCountTest, TenNineTenOnThreeRanksIsRefusedEverywhere) {
+  RankGroup group(3);
+  ExpectEveryRankRefuses(group, {10, 9, 10}, "rank 1 has 9 values, rank 0 has 10");
+  RunAndCheck(group, 10, RingAllreduceOptions{});
+}
+
+TEST(RingAllreduceCountTest, ZeroBesideNonZeroIsRefusedEverywhere) {
+  RankGroup group(3);
+  ExpectEveryRankRefuses(group, {0, 3, 3}, "rank 1 has 3 values, rank 0 has 0");
+  RunAndCheck(group, 3, RingAllreduceOptions{});
+  RunAndCheck(group, 0, RingAllreduceOptions{});
+}
+
+TEST(RingAllreduceCountTest, TwoRanksThatDifferBothRefuse) {
+  RankGroup group(2);
+  ExpectEveryRankRefuses(group, {1000, 7}, "rank 1 has 7 values, rank 0 has 1000");
+  ExpectEveryRankRefuses(group, {7, 1000}, "rank 1 has 1000 values, rank 0 has 7");
+  RunAndCheck(group, 1000, RingAllreduceOptions{.chunk_bytes = 64});
 }
 
 }  // namespace
