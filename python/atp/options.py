@@ -228,12 +228,18 @@ class AtpOptions:
         then `overrides`."""
         o = AtpOptions()
         env = os.environ
+
+        def integer(name):
+            try:
+                return int(env[name])
+            except ValueError:
+                raise ValueError("%s=%r is not an integer" % (name, env[name])) from None
         if "ATP_JOB_ID" in env:
-            o.job_id = int(env["ATP_JOB_ID"])
+            o.job_id = integer("ATP_JOB_ID")
         if "ATP_PS" in env:
-            o.ps_addresses = [a for a in env["ATP_PS"].split(",") if a]
+            o.ps_addresses = [a.strip() for a in env["ATP_PS"].split(",") if a.strip()]
         if "ATP_IO_THREADS" in env:
-            o.io_threads = int(env["ATP_IO_THREADS"])
+            o.io_threads = integer("ATP_IO_THREADS")
         o.address = env.get("ATP_ADDRESS", o.address)
         o.udp_bind = env.get("ATP_UDP_BIND", o.udp_bind)
         o.udp_gateway = env.get("ATP_UDP_GATEWAY", o.udp_gateway)

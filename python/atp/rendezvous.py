@@ -86,6 +86,8 @@ def _worker(job_id, racks, io_threads, ps, address, bind, gateway, rank, world_s
     if sum(racks) != world_size:
         raise ValueError("AtpOptions.racks: %s has %d workers, torch's world has %d"
                          % (racks, sum(racks), world_size))
+    if not isinstance(job_id, int) or isinstance(job_id, bool) or not 1 <= job_id <= 255:
+        raise ValueError("AtpOptions.job_id: %r is not an integer in 1..255" % (job_id,))
     w = core.WorkerOptions()
     w.job.job_id = job_id
     w.job.layout = core.RackLayout(racks)
@@ -93,6 +95,9 @@ def _worker(job_id, racks, io_threads, ps, address, bind, gateway, rank, world_s
     w.job.scale = options.scale
     w.job.retransmission_floor = options.rto_floor_s
     w.job.initial_retransmission_timeout = max(0.02, options.rto_floor_s)
+    # A floor above the default ceiling (1 s) raises the ceiling with it.
+    w.job.max_retransmission_timeout = max(w.job.max_retransmission_timeout,
+                                           w.job.initial_retransmission_timeout)
     # A rank may reach a collective as late as the caller's timeout allows
     # (a checkpoint, an evaluation): the others wait that long, not the
     # Worker's default 10 s, before failing.

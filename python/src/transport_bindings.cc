@@ -47,6 +47,11 @@ TransportOptions KernelUdp(const std::string& address, const std::string& bind, 
   if (!gateway.empty()) o.kernel_udp.gateway = ParseSocketAddress(gateway);
   for (const auto& [peer_ip, socket] : peers) {
     const transport::SocketAddress s = ParseSocketAddress(socket);
+    if (uint32_t{s.port} + queues - 1 > 0xFFFF) {
+      throw py::value_error("TransportOptions.kernel_udp: peer " + peer_ip + " at " + socket +
+                            ": its queue " + std::to_string(queues - 1) + " socket (port + " +
+                            std::to_string(queues - 1) + ") exceeds 65535");
+    }
     o.kernel_udp.peers.push_back(transport::KernelUdpPeer::FromPortRange(
         MakeDeviceAddress(peer_ip, ""), s.ip, s.port, queues));
   }
@@ -95,7 +100,12 @@ TransportOptions DpdkMemif(const std::string& address, const std::string& socket
     throw py::value_error("TransportOptions.dpdk_memif: socket '" + socket +
                           "' must be a path (or @name) without ',' or ' '");
   }
-  if (link_timeout_s < 0) throw py::value_error("TransportOptions.dpdk_memif: link_timeout < 0");
+  // Seconds to int64 nanoseconds: NaN, infinities and values past ~292 years
+  // would be undefined behaviour in the conversion.
+  if (!(link_timeout_s >= 0 && link_timeout_s <= 1e9)) {
+    throw py::value_error("TransportOptions.dpdk_memif: link_timeout = " +
+                          std::to_string(link_timeout_s) + ": seconds in 0..1e9");
+  }
   memif.id = id;
   TransportOptions o;
   o.kind = TransportKind::kDpdk;

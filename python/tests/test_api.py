@@ -253,3 +253,32 @@ def test_close_inside_an_on_done_callback_is_refused(two_workers):
         h.wait(30)
     assert len(errors) == 1 and "on_done callback" in errors[0]
     assert not two_workers[0].closed
+
+
+def test_atp_options_are_refused_naming_the_field():
+    from atp import rendezvous
+    real = dict(local=False, ps_addresses=["10.1.200.1"], address="10.1.0.1",
+                udp_bind="127.0.0.1:30001")
+    with pytest.raises(ValueError, match="AtpOptions.job_id"):
+        rendezvous.resolve(None, 0, 2, atp.AtpOptions(job_id=300, **real))
+    # A retransmission floor above the default 1 s ceiling is usable.
+    w, _, _ = rendezvous.resolve(None, 0, 2, atp.AtpOptions(rto_floor_s=2.0, **real))
+    assert w.job.retransmission_floor == 2.0 and w.job.max_retransmission_timeout >= 2.0
+
+
+def test_atp_options_from_the_environment(monkeypatch):
+    monkeypatch.setenv("ATP_PS", " 10.1.200.1, 10.1.200.2 ,")
+    assert atp.AtpOptions.from_env().ps_addresses == ["10.1.200.1", "10.1.200.2"]
+    monkeypatch.setenv("ATP_JOB_ID", "abc")
+    with pytest.raises(ValueError, match="ATP_JOB_ID"):
+        atp.AtpOptions.from_env()
+
+
+def test_transport_options_refuse_values_that_would_overflow():
+    with pytest.raises(ValueError, match="65535"):
+        atp.TransportOptions.kernel_udp(address="10.1.0.1", bind="127.0.0.1:30001", queues=2,
+                                        peers=[("10.1.200.1", "127.0.0.1:65535")])
+    if atp.transport_available("dpdk"):
+        for bad in (float("inf"), float("nan"), 1e30, -1.0):
+            with pytest.raises(ValueError, match="link_timeout"):
+                atp.TransportOptions.dpdk_memif("10.1.0.1", "@x", link_timeout=bad)
