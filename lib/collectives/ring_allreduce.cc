@@ -14,9 +14,10 @@
 // arrives in all-gather only after its whole reduce-scatter chain has
 // passed, i.e. after every send of that slice by this rank was received.
 //
-// Before any data message, every rank sends its element count to every other
-// rank (8 bytes each, on a slot of their own) and all ranks compare the same
-// list, so they refuse a mismatch together: gloo aborts the process when a
+// Before any data message, every rank sends its element count and a
+// fingerprint of its options to every other rank (16 bytes each, on a slot
+// of their own) and all ranks compare the same list, so they refuse a
+// mismatch together: gloo aborts the process when a
 // message is larger than the receive posted for it, and it does so on its
 // own device thread, out of reach of the catch below. Only a unanimous
 // refusal leaves no data send or receive posted that a later call on the
@@ -71,24 +72,51 @@ constexpr uint64_t kCountSlotPrefix = uint64_t{0xA8} << 56;
 
 uint64_t CountSlot(uint32_t tag) { return kCountSlotPrefix | (static_cast<uint64_t>(tag) << 32); }
 
-// ExchangeCounts: every rank's element count, indexed by rank (the same list
-// on every rank). Every receive is exactly 8 bytes, as is every message on
-// CountSlot, so no count can overrun its buffer; all sends and receives
-// have completed when it returns OK.
-absl::StatusOr<std::vector<uint64_t>> ExchangeCounts(gloo::Context& context, uint64_t count,
-                                                     const RingAllreduceOptions& options) {
-  std::vector<uint64_t> counts(static_cast<size_t>(context.size));
-  counts[context.rank] = count;
-  uint64_t mine = count;
+// Shape: what every rank of one call must agree on before any data moves:
+// its element count, and a fingerprint of the options that decide the
+// messages' sizes and what they hold (op, chunk_bytes, skip).
+struct Shape {
+  uint64_t count = 0;
+  uint64_t options = 0;
+};
+
+uint64_t Mix(uint64_t hash, uint64_t value) {
+  uint64_t x = hash ^ (value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2));
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  return x ^ (x >> 27);
+}
+
+uint64_t OptionsFingerprint(const RingAllreduceOptions& options) {
+  const SkipOptions& skip = options.skip;
+  uint64_t hash = 0;
+  for (const uint64_t value :
+       {uint64_t{static_cast<uint8_t>(options.op)}, uint64_t{options.chunk_bytes},
+        uint64_t{static_cast<uint8_t>(skip.mode)}, static_cast<uint64_t>(skip.reduce_scatter_steps),
+        static_cast<uint64_t>(skip.all_gather_steps), uint64_t{static_cast<uint8_t>(skip.divisor)},
+        skip.seed, skip.iteration, skip.tensor}) {
+    hash = Mix(hash, value);
+  }
+  return hash;
+}
+
+// ExchangeShapes: every rank's Shape, indexed by rank (the same list on every
+// rank). Every receive is exactly sizeof(Shape), as is every message on
+// CountSlot, so none can overrun its buffer; all sends and receives have
+// completed when it returns OK.
+absl::StatusOr<std::vector<Shape>> ExchangeShapes(gloo::Context& context, const Shape& shape,
+                                                  const RingAllreduceOptions& options) {
+  std::vector<Shape> shapes(static_cast<size_t>(context.size));
+  shapes[context.rank] = shape;
+  Shape mine = shape;
   std::unique_ptr<gloo::transport::UnboundBuffer> send =
       context.createUnboundBuffer(&mine, sizeof(mine));
   std::unique_ptr<gloo::transport::UnboundBuffer> recv =
-      context.createUnboundBuffer(counts.data(), counts.size() * sizeof(uint64_t));
+      context.createUnboundBuffer(shapes.data(), shapes.size() * sizeof(Shape));
   const uint64_t slot = CountSlot(options.tag);
   for (int peer = 0; peer < context.size; ++peer) {
     if (peer == context.rank) continue;
-    recv->recv(peer, slot, static_cast<size_t>(peer) * sizeof(uint64_t), sizeof(uint64_t));
-    send->send(peer, slot, 0, sizeof(uint64_t));
+    recv->recv(peer, slot, static_cast<size_t>(peer) * sizeof(Shape), sizeof(Shape));
+    send->send(peer, slot, 0, sizeof(Shape));
   }
   const std::chrono::milliseconds timeout = ToMilliseconds(options.timeout);
   for (int peers = 1; peers < context.size; ++peers) {
@@ -101,31 +129,40 @@ absl::StatusOr<std::vector<uint64_t>> ExchangeCounts(gloo::Context& context, uin
       return absl::AbortedError("RingAllreduce: sending this rank's count aborted");
     }
   }
-  return counts;
+  return shapes;
 }
 
-// CountsAgree: OK when every rank has the same count; otherwise
-// InvalidArgument naming the first rank whose count differs from rank 0's.
-// Every rank computes the same answer from the same list.
-absl::Status CountsAgree(const std::vector<uint64_t>& counts) {
-  for (size_t r = 1; r < counts.size(); ++r) {
-    if (counts[r] == counts[0]) continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "RingAllreduce: rank ", r, " has ", counts[r], " values, rank 0 has ", counts[0],
-        " (every rank must pass the same number; values by rank: ", absl::StrJoin(counts, ", "),
-        ")"));
+// ShapesAgree: OK when every rank has the same count and options; otherwise
+// InvalidArgument naming the first rank that differs from rank 0. Every rank
+// computes the same answer from the same list.
+absl::Status ShapesAgree(const std::vector<Shape>& shapes) {
+  for (size_t r = 1; r < shapes.size(); ++r) {
+    if (shapes[r].count != shapes[0].count) {
+      std::vector<uint64_t> counts;
+      for (const Shape& shape : shapes) counts.push_back(shape.count);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RingAllreduce: rank ", r, " has ", shapes[r].count, " values, rank 0 has ",
+          shapes[0].count, " (every rank must pass the same number; values by rank: ",
+          absl::StrJoin(counts, ", "), ")"));
+    }
+    if (shapes[r].options != shapes[0].options) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RingAllreduce: rank ", r, "'s options differ from rank 0's (op, chunk_bytes or skip: "
+          "every rank must pass the same)"));
+    }
   }
   return absl::OkStatus();
 }
 
-// EveryRankHasTheSameCount: the exchange and the comparison; a context of
-// one rank has nothing to compare.
-absl::Status EveryRankHasTheSameCount(gloo::Context& context, size_t count,
-                                      const RingAllreduceOptions& options) {
+// EveryRankAgrees: the exchange and the comparison; a context of one rank
+// has nothing to compare.
+absl::Status EveryRankAgrees(gloo::Context& context, size_t count,
+                             const RingAllreduceOptions& options) {
   if (context.size == 1) return absl::OkStatus();
-  absl::StatusOr<std::vector<uint64_t>> counts = ExchangeCounts(context, count, options);
-  if (!counts.ok()) return counts.status();
-  return CountsAgree(*counts);
+  absl::StatusOr<std::vector<Shape>> shapes =
+      ExchangeShapes(context, Shape{count, OptionsFingerprint(options)}, options);
+  if (!shapes.ok()) return shapes.status();
+  return ShapesAgree(*shapes);
 }
 
 struct Step {
@@ -302,7 +339,7 @@ absl::Status RingAllreduce(gloo::Context& context, std::span<float> data,
   absl::StatusOr<SkipPlan> plan = SkipPlan::Create(options.skip, context.size);
   if (!plan.ok()) return plan.status();
   try {
-    if (absl::Status status = EveryRankHasTheSameCount(context, data.size(), options);
+    if (absl::Status status = EveryRankAgrees(context, data.size(), options);
         !status.ok()) {
       return status;
     }

@@ -307,5 +307,33 @@ TEST(RingAllreduceCountTest, TwoRanksThatDifferBothRefuse) {
   RunAndCheck(group, 1000, RingAllreduceOptions{.chunk_bytes = 64});
 }
 
+// Options that change the messages (chunk_bytes: their sizes; skip: which
+// slices travel) differing between ranks: refused everywhere likewise.
+TEST(RingAllreduceCountTest, OptionsThatDifferAreRefusedEverywhere) {
+  RankGroup group(3);
+  const std::vector<RingAllreduceOptions> cases = {
+      RingAllreduceOptions{.chunk_bytes = 16},
+      RingAllreduceOptions{.skip = {.mode = SkipMode::kStatic, .reduce_scatter_steps = 1}},
+      RingAllreduceOptions{.op = ReduceOp::kAverage},
+  };
+  for (const RingAllreduceOptions& odd : cases) {
+    std::vector<std::vector<float>> data(3, std::vector<float>(1000, 1.0f));
+    std::vector<absl::Status> statuses(3);
+    group.Each([&](int r) {
+      RingAllreduceOptions options = r == 1 ? odd : RingAllreduceOptions{};
+      options.timeout = absl::Seconds(10);
+      statuses[r] = RingAllreduce(group.context(r), data[r], options);
+    });
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(statuses[r].code(), absl::StatusCode::kInvalidArgument) << statuses[r];
+      EXPECT_NE(statuses[r].message().find("rank 1's options differ from rank 0's"),
+                absl::string_view::npos)
+          << statuses[r];
+      EXPECT_EQ(data[r], std::vector<float>(1000, 1.0f));
+    }
+  }
+  RunAndCheck(group, 1000, RingAllreduceOptions{});
+}
+
 }  // namespace
 }  // namespace atp::collectives
