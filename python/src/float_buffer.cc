@@ -9,12 +9,13 @@ namespace py = pybind11;
 
 namespace {
 
+// IsTorchTensor: a torch.Tensor, subclasses included (torch is loaded if
+// one exists; this module never imports it).
 bool IsTorchTensor(py::handle object) {
-  const py::handle type = reinterpret_cast<PyObject*>(Py_TYPE(object.ptr()));
-  if (!py::hasattr(type, "__module__")) return false;
-  const std::string module = py::str(type.attr("__module__"));
-  return module.rfind("torch", 0) == 0 && py::hasattr(object, "is_contiguous") &&
-         py::hasattr(object, "numpy");
+  const py::dict modules = py::module_::import("sys").attr("modules");
+  if (!modules.contains("torch")) return false;
+  const py::object tensor_type = modules["torch"].attr("Tensor");
+  return PyObject_IsInstance(object.ptr(), tensor_type.ptr()) == 1;
 }
 
 py::object TensorAsArray(py::handle tensor, const char* argument) {
@@ -29,6 +30,11 @@ py::object TensorAsArray(py::handle tensor, const char* argument) {
   }
   if (!tensor.attr("is_contiguous")().cast<bool>()) {
     throw py::value_error(absl::StrCat(argument, ": a non-contiguous tensor (use .contiguous())"));
+  }
+  if (tensor.attr("is_neg")().cast<bool>()) {
+    throw py::value_error(absl::StrCat(
+        argument, ": a tensor with its negative bit set, whose memory holds the values negated "
+                  "(use .resolve_neg())"));
   }
   return tensor.attr("detach")().attr("numpy")();  // shares the tensor's memory
 }

@@ -118,6 +118,20 @@ def test_bad_arrays_are_refused_clearly(two_workers):
         w.push_pull([1.0, 2.0])
     with pytest.raises(ValueError, match="input has 10 values, output 11"):
         w.push_pull(np.zeros(10, np.float32), np.zeros(11, np.float32))
+    with pytest.raises(ValueError, match="resolve_neg"):
+        w.push_pull(torch.zeros(10)._neg_view())
+
+
+def test_a_tensor_subclass_is_a_tensor(two_workers):
+    class Tagged(torch.Tensor):
+        pass
+    x = [torch.full((100,), 0.25).as_subclass(Tagged), torch.full((100,), 0.5).as_subclass(Tagged)]
+    out = [torch.empty(100).as_subclass(Tagged) for _ in range(2)]
+    handles = [w.push_pull(a, o) for w, a, o in zip(two_workers, x, out)]
+    for h in handles:
+        h.wait(30)
+    for o in out:
+        assert torch.equal(o.as_subclass(torch.Tensor), torch.full((100,), 0.75))
 
 
 def test_wait_times_out_while_the_peer_is_missing(two_workers):
