@@ -132,8 +132,9 @@ class ParameterServer {
   // Start: validates `options`, checks them against `device` (the same
   // base_port; the queues served must exist: see ParameterServerOptions) and
   // starts options.io_threads threads, which own the device's served queues
-  // from then on. `device` is not owned and must outlive the server; the
-  // second form owns it.
+  // from then on (FailedPreconditionError when another Worker or
+  // ParameterServer of this process runs on one of them). `device` is not
+  // owned and must outlive the server; the second form owns it.
   static absl::StatusOr<std::unique_ptr<ParameterServer>> Start(ParameterServerOptions options,
                                                                 transport::Device& device);
   static absl::StatusOr<std::unique_ptr<ParameterServer>> Start(

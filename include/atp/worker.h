@@ -196,8 +196,10 @@ class Worker {
   // Create: validates `options` (InvalidArgumentError naming the field),
   // checks them against `device` (at least job.io_threads queues, the same
   // base_port), builds one engine per queue and starts the I/O threads, which
-  // own device queues 0..io_threads-1 from then on. `device` is not owned and
-  // must outlive the Worker; the second form owns it.
+  // own device queues 0..io_threads-1 from then on (FailedPreconditionError
+  // when another Worker or ParameterServer of this process runs on one of
+  // them). `device` is not owned and must outlive the Worker; the second
+  // form owns it.
   static absl::StatusOr<std::unique_ptr<Worker>> Create(WorkerOptions options,
                                                         transport::Device& device);
   static absl::StatusOr<std::unique_ptr<Worker>> Create(WorkerOptions options,

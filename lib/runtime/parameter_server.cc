@@ -3,6 +3,7 @@
 #include "atp/parameter_server.h"
 
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "lib/host/ps_shard.h"
 #include "lib/host/worker_config.h"
 #include "lib/runtime/loop_threads.h"
+#include "lib/runtime/queue_claims.h"
 
 namespace atp {
 namespace {
@@ -79,10 +81,16 @@ class ParameterServerImpl {
     const ParameterServerOptions& o = impl->options_;
     // Thread t owns the device queues its shard serves.
     std::vector<std::vector<transport::Queue*>> queues(o.io_threads);
+    std::vector<uint32_t> served;
     for (uint32_t q = 0; q < device.num_queues(); ++q) {
       const int shard = host::ShardOfQueue(o, q);
-      if (shard >= 0) queues[static_cast<size_t>(shard)].push_back(&device.queue(q));
+      if (shard >= 0) {
+        queues[static_cast<size_t>(shard)].push_back(&device.queue(q));
+        served.push_back(q);
+      }
     }
+    ATP_ASSIGN_OR_RETURN(QueueClaim claim, QueueClaim::Take(device, served, "a ParameterServer"));
+    impl->claim_ = std::move(claim);
     for (uint32_t t = 0; t < o.io_threads; ++t) {
       if (queues[t].empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -125,6 +133,7 @@ class ParameterServerImpl {
   std::unique_ptr<transport::Device> owned_device_;
   std::vector<std::unique_ptr<host::PsIoLoop>> loops_;
   internal::LoopThreads threads_;  // shard t's loop runs as threads_'s loop t
+  std::optional<QueueClaim> claim_;  // the device queues the shards serve, while this runs
 };
 
 class EmbeddedParameterServerImpl {

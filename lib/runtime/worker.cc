@@ -67,8 +67,12 @@ absl::StatusOr<std::unique_ptr<WorkerImpl>> WorkerImpl::Create(
   config.max_piece_fragments = options.job.scheduler.max_piece_fragments;
   ATP_ASSIGN_OR_RETURN(scheduler::FragmentScheduler scheduler,
                        scheduler::FragmentScheduler::Create(config));
+  std::vector<uint32_t> queues(options.job.io_threads);
+  for (uint32_t q = 0; q < options.job.io_threads; ++q) queues[q] = q;
+  ATP_ASSIGN_OR_RETURN(QueueClaim claim, QueueClaim::Take(device, queues, "a Worker"));
   std::unique_ptr<WorkerImpl> impl(
       new WorkerImpl(std::move(options), device, std::move(owned), std::move(scheduler)));
+  impl->claim_ = std::move(claim);
   ATP_RETURN_IF_ERROR(impl->StartQueues());
   return impl;
 }

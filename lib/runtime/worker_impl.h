@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "lib/host/worker_failure.h"
 #include "lib/host/worker_io_loop.h"
 #include "lib/runtime/loop_threads.h"
+#include "lib/runtime/queue_claims.h"
 #include "lib/scheduler/fragment_scheduler.h"
 
 namespace atp::internal {
@@ -67,6 +69,7 @@ class WorkerImpl {
   const WorkerOptions options_;
   std::unique_ptr<transport::Device> owned_device_;
   transport::Device& device_;
+  std::optional<QueueClaim> claim_;  // queues 0..io_threads-1 of device_, while this runs
   const int total_workers_;
   const std::shared_ptr<std::atomic<uint64_t>> finished_;
   std::atomic<uint64_t> started_{0};

@@ -193,6 +193,34 @@ TEST(OptionsTest, ParameterServerStartRefusesThreadsWithoutQueues) {
               HasSubstr("ParameterServerOptions.io_threads"));
 }
 
+// Two endpoints on one device queue would each take the other's frames: the
+// second is refused naming the queue and the first; once the first is gone,
+// the queue is free again.
+TEST(OptionsTest, AQueueAnotherEndpointRunsOnIsRefused) {
+  std::shared_ptr<transport::LoopbackWire> wire = transport::LoopbackWire::Create({});
+  transport::LoopbackEndpointOptions endpoint;
+  endpoint.address = {*wire::Ipv4Address::Parse("10.0.0.2"), {}};
+  endpoint.device.num_queues = 2;
+  absl::StatusOr<std::unique_ptr<transport::Device>> device = wire->AddEndpoint(endpoint);
+  ASSERT_TRUE(device.ok()) << device.status();
+  WorkerOptions o = GoodWorker();
+  o.job.io_threads = 1;  // queue 0
+  absl::StatusOr<std::unique_ptr<Worker>> first = Worker::Create(o, **device);
+  ASSERT_TRUE(first.ok()) << first.status();
+
+  const absl::Status second = Worker::Create(o, **device).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(second)) << second;
+  EXPECT_THAT(Message(second), HasSubstr("queue 0 of this loopback device (10.0.0.2) is used by "
+                                         "a Worker already; a Worker needs queues"));
+  ParameterServerOptions ps = GoodPs();  // serves every queue of the device
+  const absl::Status beside = ParameterServer::Start(ps, **device).status();
+  EXPECT_THAT(Message(beside), HasSubstr("queue 0 of this loopback device (10.0.0.2) is used by "
+                                         "a Worker already; a ParameterServer needs"));
+
+  first->reset();
+  EXPECT_TRUE(Worker::Create(o, **device).ok());
+}
+
 TEST(OptionsTest, TransportOptionsNameTheMissingPiece) {
   TransportOptions t;
   t.kind = TransportKind::kLoopback;
