@@ -86,11 +86,11 @@ struct RingAllreduceOptions {
 // RingAllreduce: reduces `data` (float32, the same length on every rank) in
 // place across the context's ranks, skipping what options.skip says
 // (atp/skip_reduce.h: SkipPlan says what every slice holds). Before any data
-// moves, every rank sends its length and a fingerprint of op, chunk_bytes
-// and skip to every other rank (N-1 messages of 16 bytes each way); when
-// they differ, every rank returns InvalidArgument naming the first rank that
-// differs from rank 0 ("rank 1 has 9 values, rank 0 has 10 ...", "rank 1's
-// options differ from rank 0's ..."), with `data` untouched, and the context
+// moves, every rank sends its length, op, chunk_bytes and skip to every
+// other rank (N-1 messages of 56 bytes each way); when they differ, every
+// rank returns InvalidArgument naming the first rank that differs from rank
+// 0 and how ("rank 1 has 9 values, rank 0 has 10 ...", "rank 1's options
+// differ from rank 0's in chunk_bytes ..."), with `data` untouched, and the context
 // stays usable for the next call. Zero values on every rank is a
 // valid call (OK, nothing to do); zero beside a non-zero length is refused.
 // Errors: InvalidArgument for bad options or lengths that differ;

@@ -14,9 +14,9 @@
 // arrives in all-gather only after its whole reduce-scatter chain has
 // passed, i.e. after every send of that slice by this rank was received.
 //
-// Before any data message, every rank sends its element count and a
-// fingerprint of its options to every other rank (16 bytes each, on a slot
-// of their own) and all ranks compare the same list, so they refuse a
+// Before any data message, every rank sends its element count and the
+// options that shape the messages to every other rank (56 bytes each, on a
+// slot of their own) and all ranks compare the same list, so they refuse a
 // mismatch together: gloo aborts the process when a
 // message is larger than the receive posted for it, and it does so on its
 // own device thread, out of reach of the catch below. Only a unanimous
@@ -29,6 +29,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -73,30 +74,51 @@ constexpr uint64_t kCountSlotPrefix = uint64_t{0xA8} << 56;
 uint64_t CountSlot(uint32_t tag) { return kCountSlotPrefix | (static_cast<uint64_t>(tag) << 32); }
 
 // Shape: what every rank of one call must agree on before any data moves:
-// its element count, and a fingerprint of the options that decide the
-// messages' sizes and what they hold (op, chunk_bytes, skip).
+// its element count, and the options that decide the messages' sizes and
+// what they hold. Sent as raw bytes: fixed width, no implicit padding.
 struct Shape {
   uint64_t count = 0;
-  uint64_t options = 0;
-};
+  uint64_t chunk_bytes = 0;
+  uint64_t seed = 0;
+  uint64_t iteration = 0;
+  uint64_t tensor = 0;
+  int32_t reduce_scatter_steps = 0;
+  int32_t all_gather_steps = 0;
+  uint8_t op = 0;
+  uint8_t mode = 0;
+  uint8_t divisor = 0;
+  uint8_t padding[5] = {};
 
-uint64_t Mix(uint64_t hash, uint64_t value) {
-  uint64_t x = hash ^ (value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2));
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  return x ^ (x >> 27);
+  bool operator==(const Shape&) const = default;
+};
+static_assert(sizeof(Shape) == 56 && std::is_trivially_copyable_v<Shape>);
+
+Shape ShapeOf(size_t count, const RingAllreduceOptions& options) {
+  const SkipOptions& skip = options.skip;
+  return Shape{.count = count,
+               .chunk_bytes = options.chunk_bytes,
+               .seed = skip.seed,
+               .iteration = skip.iteration,
+               .tensor = skip.tensor,
+               .reduce_scatter_steps = skip.reduce_scatter_steps,
+               .all_gather_steps = skip.all_gather_steps,
+               .op = static_cast<uint8_t>(options.op),
+               .mode = static_cast<uint8_t>(skip.mode),
+               .divisor = static_cast<uint8_t>(skip.divisor)};
 }
 
-uint64_t OptionsFingerprint(const RingAllreduceOptions& options) {
-  const SkipOptions& skip = options.skip;
-  uint64_t hash = 0;
-  for (const uint64_t value :
-       {uint64_t{static_cast<uint8_t>(options.op)}, uint64_t{options.chunk_bytes},
-        uint64_t{static_cast<uint8_t>(skip.mode)}, static_cast<uint64_t>(skip.reduce_scatter_steps),
-        static_cast<uint64_t>(skip.all_gather_steps), uint64_t{static_cast<uint8_t>(skip.divisor)},
-        skip.seed, skip.iteration, skip.tensor}) {
-    hash = Mix(hash, value);
-  }
-  return hash;
+// DifferingOption: the name of the first option in which `a` and `b`
+// differ (their counts are equal).
+const char* DifferingOption(const Shape& a, const Shape& b) {
+  if (a.op != b.op) return "op";
+  if (a.chunk_bytes != b.chunk_bytes) return "chunk_bytes";
+  if (a.mode != b.mode) return "skip.mode";
+  if (a.reduce_scatter_steps != b.reduce_scatter_steps) return "skip.reduce_scatter_steps";
+  if (a.all_gather_steps != b.all_gather_steps) return "skip.all_gather_steps";
+  if (a.divisor != b.divisor) return "skip.divisor";
+  if (a.seed != b.seed) return "skip.seed";
+  if (a.iteration != b.iteration) return "skip.iteration";
+  return "skip.tensor";
 }
 
 // ExchangeShapes: every rank's Shape, indexed by rank (the same list on every
@@ -145,10 +167,10 @@ absl::Status ShapesAgree(const std::vector<Shape>& shapes) {
           shapes[0].count, " (every rank must pass the same number; values by rank: ",
           absl::StrJoin(counts, ", "), ")"));
     }
-    if (shapes[r].options != shapes[0].options) {
+    if (!(shapes[r] == shapes[0])) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "RingAllreduce: rank ", r, "'s options differ from rank 0's (op, chunk_bytes or skip: "
-          "every rank must pass the same)"));
+          "RingAllreduce: rank ", r, "'s options differ from rank 0's in ",
+          DifferingOption(shapes[r], shapes[0]), " (every rank must pass the same)"));
     }
   }
   return absl::OkStatus();
@@ -160,7 +182,7 @@ absl::Status EveryRankAgrees(gloo::Context& context, size_t count,
                              const RingAllreduceOptions& options) {
   if (context.size == 1) return absl::OkStatus();
   absl::StatusOr<std::vector<Shape>> shapes =
-      ExchangeShapes(context, Shape{count, OptionsFingerprint(options)}, options);
+      ExchangeShapes(context, ShapeOf(count, options), options);
   if (!shapes.ok()) return shapes.status();
   return ShapesAgree(*shapes);
 }

@@ -9,12 +9,12 @@ namespace py = pybind11;
 
 namespace {
 
-// IsTorchTensor: a torch.Tensor, subclasses included (torch is loaded if
-// one exists; this module never imports it).
+// IsTorchTensor: a torch.Tensor, subclasses included. torch is loaded if one
+// exists: read from sys.modules (borrowed, no import on this per-call path).
 bool IsTorchTensor(py::handle object) {
-  const py::dict modules = py::module_::import("sys").attr("modules");
-  if (!modules.contains("torch")) return false;
-  const py::object tensor_type = modules["torch"].attr("Tensor");
+  PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
+  if (torch == nullptr) return false;
+  const py::object tensor_type = py::reinterpret_borrow<py::object>(torch).attr("Tensor");
   return PyObject_IsInstance(object.ptr(), tensor_type.ptr()) == 1;
 }
 

@@ -156,12 +156,18 @@ TEST(OptionsTest, EachBadParameterServerFieldIsNamed) {
   }
 }
 
-TEST(OptionsTest, WorkerCreateRefusesBadOptionsAndMismatchedDevices) {
-  std::shared_ptr<transport::LoopbackWire> wire = transport::LoopbackWire::Create({});
+// AddDevice: an endpoint of `wire` at `ip` with `queues` queues.
+absl::StatusOr<std::unique_ptr<transport::Device>> AddDevice(transport::LoopbackWire& wire,
+                                                             const char* ip, uint32_t queues) {
   transport::LoopbackEndpointOptions endpoint;
-  endpoint.address = {*wire::Ipv4Address::Parse("10.0.0.2"), {}};
-  endpoint.device.num_queues = 1;
-  absl::StatusOr<std::unique_ptr<transport::Device>> device = wire->AddEndpoint(endpoint);
+  endpoint.address = {*wire::Ipv4Address::Parse(ip), {}};
+  endpoint.device.num_queues = queues;
+  return wire.AddEndpoint(endpoint);
+}
+
+TEST(OptionsTest, WorkerCreateRefusesBadOptionsAndMismatchedDevices) {
+  const std::shared_ptr<transport::LoopbackWire> wire = transport::LoopbackWire::Create({});
+  absl::StatusOr<std::unique_ptr<transport::Device>> device = AddDevice(*wire, "10.0.0.2", 1);
   ASSERT_TRUE(device.ok()) << device.status();
 
   WorkerOptions bad = GoodWorker();
@@ -181,11 +187,8 @@ TEST(OptionsTest, WorkerCreateRefusesBadOptionsAndMismatchedDevices) {
 }
 
 TEST(OptionsTest, ParameterServerStartRefusesThreadsWithoutQueues) {
-  std::shared_ptr<transport::LoopbackWire> wire = transport::LoopbackWire::Create({});
-  transport::LoopbackEndpointOptions endpoint;
-  endpoint.address = {*wire::Ipv4Address::Parse("10.0.0.1"), {}};
-  endpoint.device.num_queues = 1;
-  absl::StatusOr<std::unique_ptr<transport::Device>> device = wire->AddEndpoint(endpoint);
+  const std::shared_ptr<transport::LoopbackWire> wire = transport::LoopbackWire::Create({});
+  absl::StatusOr<std::unique_ptr<transport::Device>> device = AddDevice(*wire, "10.0.0.1", 1);
   ASSERT_TRUE(device.ok());
   ParameterServerOptions o = GoodPs();
   o.io_threads = 2;
@@ -197,11 +200,8 @@ TEST(OptionsTest, ParameterServerStartRefusesThreadsWithoutQueues) {
 // second is refused naming the queue and the first; once the first is gone,
 // the queue is free again.
 TEST(OptionsTest, AQueueAnotherEndpointRunsOnIsRefused) {
-  std::shared_ptr<transport::LoopbackWire> wire = transport::LoopbackWire::Create({});
-  transport::LoopbackEndpointOptions endpoint;
-  endpoint.address = {*wire::Ipv4Address::Parse("10.0.0.2"), {}};
-  endpoint.device.num_queues = 2;
-  absl::StatusOr<std::unique_ptr<transport::Device>> device = wire->AddEndpoint(endpoint);
+  const std::shared_ptr<transport::LoopbackWire> wire = transport::LoopbackWire::Create({});
+  absl::StatusOr<std::unique_ptr<transport::Device>> device = AddDevice(*wire, "10.0.0.2", 2);
   ASSERT_TRUE(device.ok()) << device.status();
   WorkerOptions o = GoodWorker();
   o.job.io_threads = 1;  // queue 0
