@@ -253,18 +253,22 @@ def test_close_inside_an_on_done_callback_is_refused(two_workers):
     """The callback runs on the I/O thread that closing would wait for: a
     RuntimeError, not a hang; the Worker stays usable."""
     errors = []
+    called = threading.Event()
 
     def done(_):
         try:
             two_workers[0].close()
         except RuntimeError as e:
             errors.append(str(e))
+        called.set()
     x = [np.full(62, 1.0, np.float32), np.full(62, 2.0, np.float32)]
     first = two_workers[0].push_pull(x[0])
     first.on_done(done)  # before worker 1 contributes: it runs on an I/O thread
     handles = [first, two_workers[1].push_pull(x[1])]
     for h in handles:
         h.wait(30)
+    # Wait callers are woken before the callbacks run: wait for the callback.
+    assert called.wait(30)
     assert len(errors) == 1 and "on_done callback" in errors[0]
     assert not two_workers[0].closed
 
