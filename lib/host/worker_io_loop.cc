@@ -233,7 +233,7 @@ bool WorkerIoLoop::Receive(TimePoint now) {
       if (failed_) continue;
       // Valid: exactly kFrameBytes. The engine dequantizes the payload
       // straight from the frame into the operation's output.
-      engine_->OnParameterPacket(header, frame.subspan<wire::kPayloadOffset, wire::kPayloadBytes>(),
+      engine_->OnParameterPacket(header, frame.subspan<wire::kAtpOffset, wire::kMessageBytes>(),
                                  now);
     }
     transport::ReleaseFrames(std::span(rx_frames_).first(n));
@@ -400,7 +400,7 @@ bool WorkerIoLoop::SendReplays() {
     const worker::WorkerQueueEngine::ReceivedPacket* packet = engine_->Received(position);
     if (packet == nullptr) continue;  // no result of it here
     for (const protocol::ReplayPart& part :
-         protocol::SplitReplay(position, packet->header, packet->payload)) {
+         protocol::SplitReplay(position, packet->header(), packet->payload)) {
       wire::ControlMessage control;
       protocol::EncodeReplay(part, control);
       SendControl(control, position);

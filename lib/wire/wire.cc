@@ -115,7 +115,9 @@ void EncodeHeader(const AtpHeader& header, std::span<uint8_t, kAtpHeaderBytes> o
 }
 
 AtpHeader DecodeHeader(std::span<const uint8_t, kAtpHeaderBytes> in) {
-  return internal::HeaderFromWords(internal::LoadHeaderWordsAt(in.data()));
+  AtpHeader header;
+  internal::DecodeHeaderWords(internal::LoadHeaderWordsAt(in.data()), &header);
+  return header;
 }
 
 namespace {

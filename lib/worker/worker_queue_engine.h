@@ -211,11 +211,13 @@ class WorkerQueueEngine {
   // float32 resend. Anything else (another job or queue, not `ack`, a
   // position not in flight) is counted and ignored.
   void OnParameterPacket(const wire::AtpMessage& message, TimePoint now);
-  // OnParameterPacket (wire form): the same, with the payload read straight
-  // from a received frame's 248 payload bytes (network byte order) and
-  // dequantized into the output in one pass.
+  // OnParameterPacket (wire form): the same, from a received frame's ATP
+  // header and payload bytes as they came (`wire_message`, network byte
+  // order; `header` is its header, decoded by the caller): the payload is
+  // dequantized into the output in one pass, and both are kept (Received)
+  // as plain byte copies.
   void OnParameterPacket(const wire::AtpHeader& header,
-                         std::span<const uint8_t, wire::kPayloadBytes> wire_payload, TimePoint now);
+                         std::span<const uint8_t, wire::kMessageBytes> wire_message, TimePoint now);
 
   // OnJobWaitsAt: the PS reported (a kWaitingForWorkers status frame; the
   // host decodes it) that the fragment of this queue it has waited for
@@ -261,10 +263,16 @@ class WorkerQueueEngine {
   size_t CollectCompletions(std::span<OperationId> out);
 
   // ReceivedPacket: a parameter packet that completed a fragment here.
+  // Both parts are kept as on the wire: the receive path copies a frame's
+  // bytes (a whole-struct copy of the header it has just decoded field by
+  // field would stall store forwarding on every packet), and the rare replay
+  // decodes them again.
   struct ReceivedPacket {
     uint64_t position = UINT64_MAX;  // its stream position; UINT64_MAX: none yet
-    wire::AtpHeader header;
-    std::array<uint8_t, wire::kPayloadBytes> payload{};  // as on the wire (big-endian)
+    std::array<uint8_t, wire::kAtpHeaderBytes> header_bytes{};
+    std::array<uint8_t, wire::kPayloadBytes> payload{};  // big-endian
+
+    wire::AtpHeader header() const { return wire::DecodeHeader(header_bytes); }
   };
   // Received: the parameter packet that completed `position`, if this engine
   // has its result and still holds the copy (the slot's last one); null
@@ -430,10 +438,11 @@ class WorkerQueueEngine {
     uint8_t* const* wire_payloads = nullptr;
     size_t capacity = 0;
   };
-  // ResultPayload: a parameter packet's payload, host order or wire bytes.
+  // ResultPayload: a parameter packet's payload in host order, or its ATP
+  // header and payload bytes as on the wire (kMessageBytes).
   struct ResultPayload {
     const wire::Payload* host = nullptr;
-    const uint8_t* wire = nullptr;
+    const uint8_t* wire_message = nullptr;
   };
   size_t CollectSendsTo(TimePoint now, const SendTarget& out);
   void OnParameterPacketWith(const wire::AtpHeader& h, const ResultPayload& payload,

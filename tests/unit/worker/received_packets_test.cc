@@ -41,18 +41,21 @@ TEST(ReceivedPacketsTest, KeepsEachSlotsLastResultAsOnTheWire) {
   const WorkerQueueEngine::ReceivedPacket* copy = engine->Received(0);
   ASSERT_NE(copy, nullptr);
   EXPECT_EQ(copy->position, 0u);
-  EXPECT_EQ(copy->header, ack0.header);
+  EXPECT_EQ(copy->header(), ack0.header);
   std::array<uint8_t, wire::kPayloadBytes> bytes{};
   wire::EncodePayload(ack0.payload, bytes);
   EXPECT_EQ(copy->payload, bytes);
 
   // Wire form: the bytes are kept as they came.
   const wire::AtpMessage ack1 = AckFor(1, Distinct(2), AckOptions{.collision = true, .new_index = 9});
-  wire::EncodePayload(ack1.payload, bytes);
-  engine->OnParameterPacket(ack1.header, bytes, kT0);
+  std::array<uint8_t, wire::kMessageBytes> message_bytes{};
+  wire::EncodeMessage(ack1, message_bytes);
+  engine->OnParameterPacket(ack1.header, message_bytes, kT0);
   ASSERT_NE(engine->Received(1), nullptr);
+  wire::EncodePayload(ack1.payload, bytes);
   EXPECT_EQ(engine->Received(1)->payload, bytes);
-  EXPECT_EQ(engine->Received(1)->header.NewAggregatorIndex(), 9);
+  EXPECT_EQ(engine->Received(1)->header(), ack1.header);
+  EXPECT_EQ(engine->Received(1)->header().NewAggregatorIndex(), 9);
 
   // Position 8 takes slot 0: the copy of 0 gives way.
   ASSERT_EQ(Send(*engine, kT0).size(), 2u);  // positions 8 and 9

@@ -1,5 +1,5 @@
 // The engine's wire forms (CollectSends into headers and network-order
-// payloads, OnParameterPacket from a frame's payload bytes) behave exactly as
+// payloads, OnParameterPacket from a frame's header and payload bytes) behave exactly as
 // its host-order forms: two engines with the same configuration and input,
 // one driven each way, send the same headers and bytes and produce the same
 // results, fp fragments and resends included.
@@ -68,8 +68,8 @@ TEST(WorkerQueueEngineWireTest, WireFormsMatchTheHostForms) {
         continue;
       }
       const wire::AtpMessage ack = EchoAck(sent[i]);
-      PayloadBytes ack_bytes;
-      wire::EncodePayload(ack.payload, ack_bytes);
+      std::array<uint8_t, wire::kMessageBytes> ack_bytes;
+      wire::EncodeMessage(ack, ack_bytes);
       host->OnParameterPacket(ack, now);
       wire_engine->OnParameterPacket(ack.header, ack_bytes, now);
     }
