@@ -87,7 +87,10 @@ struct Shape {
   uint8_t op = 0;
   uint8_t mode = 0;
   uint8_t divisor = 0;
-  uint8_t padding[5] = {};
+  // invalid: this rank's options failed validation; it takes part in the
+  // exchange only so that the others fail now instead of at their timeout.
+  uint8_t invalid = 0;
+  uint8_t padding[4] = {};
 
   bool operator==(const Shape&) const = default;
 };
@@ -154,10 +157,18 @@ absl::StatusOr<std::vector<Shape>> ExchangeShapes(gloo::Context& context, const 
   return shapes;
 }
 
-// ShapesAgree: OK when every rank has the same count and options; otherwise
-// InvalidArgument naming the first rank that differs from rank 0. Every rank
-// computes the same answer from the same list.
+// ShapesAgree: OK when every rank has valid options and the same count and
+// options; otherwise InvalidArgument naming the first rank whose options are
+// invalid, or else the first that differs from rank 0. Every rank computes
+// the same answer from the same list.
 absl::Status ShapesAgree(const std::vector<Shape>& shapes) {
+  for (size_t r = 0; r < shapes.size(); ++r) {
+    if (shapes[r].invalid != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RingAllreduce: rank ", r,
+          "'s options are invalid (its own call returned InvalidArgument saying which)"));
+    }
+  }
   for (size_t r = 1; r < shapes.size(); ++r) {
     if (shapes[r].count != shapes[0].count) {
       std::vector<uint64_t> counts;
@@ -185,6 +196,26 @@ absl::Status EveryRankAgrees(gloo::Context& context, size_t count,
       ExchangeShapes(context, ShapeOf(count, options), options);
   if (!shapes.ok()) return shapes.status();
   return ShapesAgree(*shapes);
+}
+
+// TellOthersInvalid: this rank's options failed validation (`why`): it still
+// sends the others a Shape, marked invalid, on the call's count slot, so
+// that they return InvalidArgument now rather than Unavailable at their
+// timeout; returns `why`. Only a usable tag addresses the others' call (an
+// invalid one leaves them to their timeout); an invalid timeout is replaced
+// by the default.
+absl::Status TellOthersInvalid(gloo::Context& context, size_t count,
+                               const RingAllreduceOptions& options, absl::Status why) {
+  if (context.size == 1 || options.tag >= (uint32_t{1} << 24)) return why;
+  RingAllreduceOptions usable = options;
+  if (usable.timeout <= absl::ZeroDuration()) usable.timeout = RingAllreduceOptions{}.timeout;
+  Shape shape = ShapeOf(count, options);
+  shape.invalid = 1;
+  try {
+    (void)ExchangeShapes(context, shape, usable);  // best effort: `why` is the answer
+  } catch (const std::exception&) {
+  }
+  return why;
 }
 
 struct Step {
@@ -357,9 +388,11 @@ class RingRun {
 
 absl::Status RingAllreduce(gloo::Context& context, std::span<float> data,
                            const RingAllreduceOptions& options) {
-  if (absl::Status status = options.Validate(context.size); !status.ok()) return status;
+  if (absl::Status status = options.Validate(context.size); !status.ok()) {
+    return TellOthersInvalid(context, data.size(), options, std::move(status));
+  }
   absl::StatusOr<SkipPlan> plan = SkipPlan::Create(options.skip, context.size);
-  if (!plan.ok()) return plan.status();
+  if (!plan.ok()) return TellOthersInvalid(context, data.size(), options, plan.status());
   try {
     if (absl::Status status = EveryRankAgrees(context, data.size(), options);
         !status.ok()) {

@@ -335,5 +335,38 @@ TEST(RingAllreduceCountTest, OptionsThatDifferAreRefusedEverywhere) {
   RunAndCheck(group, 1000, RingAllreduceOptions{});
 }
 
+// One rank's options invalid (a chunk size no float fits, a skip of more
+// steps than there are): it returns why, and the others return
+// InvalidArgument naming it at once (they waited for its count until their
+// timeout before); the contexts stay usable.
+TEST(RingAllreduceCountTest, ARankWithInvalidOptionsFailsEveryRankAtOnce) {
+  RankGroup group(3);
+  const std::vector<RingAllreduceOptions> cases = {
+      RingAllreduceOptions{.chunk_bytes = 3},
+      RingAllreduceOptions{.skip = {.mode = SkipMode::kStatic, .reduce_scatter_steps = 9}},
+      RingAllreduceOptions{.timeout = absl::ZeroDuration()},
+  };
+  for (const RingAllreduceOptions& invalid : cases) {
+    std::vector<std::vector<float>> data(3, std::vector<float>(100, 1.0f));
+    std::vector<absl::Status> statuses(3);
+    group.Each([&](int r) {
+      RingAllreduceOptions options;
+      // Without the invalid rank's message the others would return
+      // Unavailable after this long instead.
+      options.timeout = absl::Seconds(60);
+      if (r == 2) options = invalid;
+      statuses[r] = RingAllreduce(group.context(r), data[r], options);
+    });
+    EXPECT_EQ(statuses[2].code(), absl::StatusCode::kInvalidArgument) << statuses[2];
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(statuses[r].code(), absl::StatusCode::kInvalidArgument) << statuses[r];
+      EXPECT_NE(statuses[r].message().find("rank 2's options are invalid"), absl::string_view::npos)
+          << statuses[r];
+    }
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(data[r], std::vector<float>(100, 1.0f)) << r;
+  }
+  RunAndCheck(group, 100, RingAllreduceOptions{});
+}
+
 }  // namespace
 }  // namespace atp::collectives
