@@ -19,6 +19,7 @@
 // dispatchers in quantize.cc call these only when MaxCpuIsa() allows it. The
 // integer side is 4-byte granular memory (a frame's payload for the wire
 // form): every access is an unaligned load.
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -73,12 +74,13 @@ ATP_TARGET_AVX512 inline __m512i Load16(const int32_t* src) {
 template <ExponentCheck kCheck>
 ATP_TARGET_AVX512 inline __mmask8 Unsafe(__m512d r) {
   const __m512i bits = _mm512_castpd_si512(r);
-  const __m512i from_midpoint = _mm512_and_si512(
+  // Near: the low 29 bits of bits + margin - midpoint are below 2 * margin,
+  // a power of two, so all of them at or above it are zero: one test.
+  static_assert(std::has_single_bit(static_cast<uint64_t>(2 * reciprocal::kMidpointMargin)));
+  const __mmask8 near = _mm512_testn_epi64_mask(
       _mm512_add_epi64(bits,
                        _mm512_set1_epi64(reciprocal::kMidpointMargin - reciprocal::kMidpoint)),
-      _mm512_set1_epi64(reciprocal::kLow29Mask));
-  const __mmask8 near =
-      _mm512_cmplt_epi64_mask(from_midpoint, _mm512_set1_epi64(2 * reciprocal::kMidpointMargin));
+      _mm512_set1_epi64(reciprocal::kLow29Mask & ~(2 * reciprocal::kMidpointMargin - 1)));
   if constexpr (kCheck == ExponentCheck::kNone) {
     return near;
   } else {
