@@ -76,13 +76,16 @@ struct Bench {
     output.resize(kValues);
   }
 
-  std::shared_ptr<internal::OpState> Submit() {
+  std::shared_ptr<internal::OpState> Submit() { return SubmitPart(0, kValues); }
+
+  // SubmitPart: an operation on values [first, first + count) of the tensor.
+  std::shared_ptr<internal::OpState> SubmitPart(size_t first, size_t count) {
     auto op = std::make_shared<internal::OpState>(++ops, 1);
     PieceRequest piece;
     piece.op = op;
-    piece.input = input;
-    piece.output = output;
-    piece.fragments = kFragments;
+    piece.input = std::span<const float>(input).subspan(first, count);
+    piece.output = std::span<float>(output).subspan(first, count);
+    piece.fragments = (count + wire::kValuesPerFragment - 1) / wire::kValuesPerFragment;
     loop->Submit(std::move(piece));
     return op;
   }
@@ -181,6 +184,33 @@ void BM_Pull(benchmark::State& state) {
   Report(state, b.Verify());
 }
 BENCHMARK(BM_Pull)->Unit(benchmark::kMillisecond);
+
+// PullWindow/W: the receiving half as a job with W window slots has it (the
+// default JobOptions::slots is 256): the tensor goes as kFragments / W
+// operations of W fragments each, into consecutive parts of one output;
+// each operation is sent whole (untimed) and then received (timed). BM_Pull
+// keeps the whole tensor in flight instead, which needs 65536 slots: every
+// result then also lands in a 19 MB ring of kept copies (WorkerQueueEngine::
+// Received) far outside the cache, a cost a job of the default size does
+// not have. With W = 256 the benchmark's own pause and resume per operation
+// (two CPU-clock reads each) add a few percent.
+void BM_PullWindow(benchmark::State& state) {
+  const auto window = static_cast<uint32_t>(state.range(0));
+  Bench b(testbed::ReflectorQueue::Mode::kHold, window, window);
+  const size_t values = size_t{window} * wire::kValuesPerFragment;
+  for (auto _ : state) {
+    for (size_t first = 0; first < kValues; first += values) {
+      state.PauseTiming();
+      auto op = b.SubmitPart(first, values);
+      b.StepUntil([&] { return b.queue.held().size() == window; });
+      b.queue.ReleaseHeld();
+      state.ResumeTiming();
+      b.StepUntil([&] { return op->done(); });
+    }
+  }
+  Report(state, b.Verify());
+}
+BENCHMARK(BM_PullWindow)->Arg(256)->Arg(4096)->Unit(benchmark::kMillisecond);
 
 // PsMulticastWith: the PS host's cost per parameter packet: a worker's real
 // gradient frames (made once, untimed, by a WorkerIoLoop into a holding
