@@ -156,13 +156,13 @@ QuantizeOutcome QuantizeToWire(std::span<const float> in, double scale, std::spa
 }
 
 void DequantizeFromWire(std::span<const uint8_t> in, double scale, std::span<float> out) {
-  if (MaxCpuIsa() >= CpuIsa::kAvx512) {
-    DequantizeFromWireAvx512(in, scale, out);
-  } else if (MaxCpuIsa() >= CpuIsa::kAvx2) {
-    DequantizeFromWireAvx2(in, scale, out);
-  } else {
-    DequantizeFromWireScalar(in, scale, out);
-  }
+  ChosenDequantizeFromWire()(in, scale, out);
+}
+
+DequantizeFromWireFn ChosenDequantizeFromWire() {
+  if (MaxCpuIsa() >= CpuIsa::kAvx512) return &DequantizeFromWireAvx512;
+  if (MaxCpuIsa() >= CpuIsa::kAvx2) return &DequantizeFromWireAvx2;
+  return &DequantizeFromWireScalar;
 }
 
 }  // namespace atp

@@ -95,15 +95,6 @@ void CongestionController::Grow() {
   }
 }
 
-uint64_t CongestionController::SendableEnd(uint64_t lowest_unacked) const {
-  const uint64_t base = any_ack_ ? std::max(lowest_unacked, largest_acked_ + 1) : lowest_unacked;
-  return base + window_;
-}
-
-void CongestionController::UpdateSendBound(uint64_t lowest_unacked) {
-  send_bound_ = std::max(send_bound_, SendableEnd(lowest_unacked));
-}
-
 CongestionController::DebugState CongestionController::debug_state() const {
   DebugState state;
   state.mode = config_.mode;

@@ -59,6 +59,7 @@
 #ifndef ATP_LIB_WORKER_CONGESTION_CONTROLLER_H_
 #define ATP_LIB_WORKER_CONGESTION_CONTROLLER_H_
 
+#include <algorithm>
 #include <cstdint>
 
 namespace atp::worker {
@@ -149,9 +150,16 @@ class CongestionController {
   // reduction epoch. Returns whether it did.
   bool MaybeReduce(uint64_t position);
   void Grow();
-  void UpdateSendBound(uint64_t lowest_unacked);
+  // Both run on every acknowledgement: defined here to be inlined.
+  void UpdateSendBound(uint64_t lowest_unacked) {
+    send_bound_ = std::max(send_bound_, SendableEnd(lowest_unacked));
+  }
   // SendableEnd: what the engine may send up to with this window.
-  uint64_t SendableEnd(uint64_t lowest_unacked) const;
+  uint64_t SendableEnd(uint64_t lowest_unacked) const {
+    const uint64_t base =
+        any_ack_ ? std::max(lowest_unacked, largest_acked_ + 1) : lowest_unacked;
+    return base + window_;
+  }
 
   Config config_;
   uint32_t window_;

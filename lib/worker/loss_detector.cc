@@ -4,14 +4,6 @@
 
 namespace atp::worker {
 
-void LossDetector::Track(uint64_t lowest_unacked) {
-  if (lowest_unacked == tracked_) return;
-  // The expected position moved: a fresh count for the new one.
-  tracked_ = lowest_unacked;
-  count_ = 0;
-  count_from_ = std::max(lowest_unacked + 1, timeout_rearm_bound_);
-}
-
 LossVerdict LossDetector::OnAck(uint64_t acked, uint64_t lowest_unacked, uint64_t rearm_bound) {
   Track(lowest_unacked);
   if (acked <= tracked_ || acked < count_from_) return LossVerdict::kNone;

@@ -25,6 +25,7 @@
 #ifndef ATP_LIB_WORKER_LOSS_DETECTOR_H_
 #define ATP_LIB_WORKER_LOSS_DETECTOR_H_
 
+#include <algorithm>
 #include <cstdint>
 
 namespace atp::worker {
@@ -64,7 +65,14 @@ class LossDetector {
   DebugState debug_state() const;
 
  private:
-  void Track(uint64_t lowest_unacked);
+  // Track: on every acknowledgement; defined here to be inlined.
+  void Track(uint64_t lowest_unacked) {
+    if (lowest_unacked == tracked_) return;
+    // The expected position moved: a fresh count for the new one.
+    tracked_ = lowest_unacked;
+    count_ = 0;
+    count_from_ = std::max(lowest_unacked + 1, timeout_rearm_bound_);
+  }
 
   uint64_t tracked_ = 0;
   uint32_t count_ = 0;

@@ -147,8 +147,7 @@ bool WorkerQueueEngine::WantsToSend() const {
          MaySendNew();
 }
 
-void WorkerQueueEngine::HoldResendsTriggeredAt(TimePoint now) {
-  if (resends_held_ || (resend_count_ == 0 && !RecoveryPending())) return;
+void WorkerQueueEngine::HoldQueuedResends(TimePoint now) {
   // The span is the smoothed round trip, at most the RTO floor: a sample may
   // include a long wait for other workers' resends (a fragment acknowledged
   // only after the job recovered from a timeout), and before any sample
@@ -176,12 +175,13 @@ void WorkerQueueEngine::CountAgainstWindow(Slot& slot) {
 }
 
 void WorkerQueueEngine::TakeRttSample(TimeDelta rtt, TimePoint now) {
+  if (last_rtt_sample_at_ == now) return;
+  last_rtt_sample_at_ = now;
   rtt_.OnSample(rtt, now);
   ++counters_.rtt_samples;
 }
 
-void WorkerQueueEngine::SkipRecoveredPositions() {
-  recovery_next_ = std::max(recovery_next_, expected_);
+void WorkerQueueEngine::SkipRecoveredPositionsInRecovery() {
   while (recovery_next_ < recovery_end_) {
     const Slot& slot = SlotOf(recovery_next_);
     if (slot.state == SlotState::kInFlight && slot.position == recovery_next_ && !slot.counted) {

@@ -98,6 +98,7 @@
 #ifndef ATP_LIB_WORKER_WORKER_QUEUE_ENGINE_H_
 #define ATP_LIB_WORKER_WORKER_QUEUE_ENGINE_H_
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -385,7 +386,11 @@ class WorkerQueueEngine {
   void OnRetransmissionTimeout(TimePoint now);
   // SkipRecoveredPositions: moves recovery_next_ past positions that no
   // longer need a timeout resend (acknowledged, or already resent).
-  void SkipRecoveredPositions();
+  void SkipRecoveredPositions() {
+    recovery_next_ = std::max(recovery_next_, expected_);
+    if (RecoveryPending()) SkipRecoveredPositionsInRecovery();  // rare: inline the test only
+  }
+  void SkipRecoveredPositionsInRecovery();
   bool RecoveryPending() const { return recovery_next_ < recovery_end_; }
   // RecoveryMaySend: the window has room and the recovery's next position is
   // to be resent now: the position the timeout resends first, or any while
@@ -397,9 +402,20 @@ class WorkerQueueEngine {
   bool RecoveryMaySend() const;
   // HoldResendsTriggeredAt: a parameter packet that every worker of the job
   // receives at `now` left resends pending: they wait a random spread.
-  void HoldResendsTriggeredAt(TimePoint now);
+  void HoldResendsTriggeredAt(TimePoint now) {
+    // Nothing to hold, on nearly every packet: inline the test only.
+    if (resends_held_ || (resend_count_ == 0 && !RecoveryPending())) return;
+    HoldQueuedResends(now);
+  }
+  void HoldQueuedResends(TimePoint now);
   // CountAgainstWindow: `slot` (in flight) counts against the window again.
   void CountAgainstWindow(Slot& slot);
+  // TakeRttSample: feeds `rtt`, measured at `now`, to the estimator: only
+  // the first sample of each receive instant. A host hands a whole receive
+  // burst over at one `now`, and its packets' round trips all end together;
+  // one sample per burst is what TCP takes from a stretch acknowledgement,
+  // and the estimator's arithmetic on every packet was 7% of a pulled
+  // fragment's cost (BM_PullWindow/4096, bench/RESULTS.md).
   void TakeRttSample(TimeDelta rtt, TimePoint now);
   // TimerDeadline: when a timer armed at `now` fires (RTO, jittered).
   TimePoint TimerDeadline(TimePoint now) const { return now + jitter_.Stretch(rtt_.Rto()); }
@@ -506,6 +522,7 @@ class WorkerQueueEngine {
   // a full window; release_pending_: positions sent from now on start their
   // round trip then (cleared once the window or the queue stops new sends).
   TimePoint release_time_;
+  std::optional<TimePoint> last_rtt_sample_at_;  // TakeRttSample's last instant
   bool release_pending_ = false;
   // Resends (queued and recovery) wait until this time; past when none wait.
   TimePoint resend_hold_until_;

@@ -434,11 +434,12 @@ TEST_F(WorkerQueueEngineTest, Rule_TimeoutResendsOldestUnackedWithinCollapsedWin
   EXPECT_EQ(stats().resends_timeout, 3u);
 }
 
-TEST_F(WorkerQueueEngineTest, Rule_ABurstOfAcksRestartsTheTimerOnceWithTheRtoOfAllItsSamples) {
+TEST_F(WorkerQueueEngineTest, Rule_ABurstOfAcksRestartsTheTimerOnceWithTheRtoOfItsSample) {
   // The engine works a restart's deadline out only when it is read (or the
   // RTO changes without a restart): the timer must still fire at the last
-  // acknowledgement's time plus the RTO after every sample of the burst, and
-  // the timeout check in CollectSends must see that deadline unasked.
+  // acknowledgement's time plus the RTO after the burst's sample (one per
+  // receive instant: the first timed packet's), and the timeout check in
+  // CollectSends must see that deadline unasked.
   Start(SmallConfig(16, 8));
   Enqueue(5 * 62);
   auto sent = SendNow();
@@ -450,14 +451,15 @@ TEST_F(WorkerQueueEngineTest, Rule_ABurstOfAcksRestartsTheTimerOnceWithTheRtoOfA
   EXPECT_EQ(stats().rto, Ms(20));  // the initial 10 ms, doubled
 
   // Three parameter packets at one instant: the resend's (no sample: Karn),
-  // then two originals, 11 and 11 ms after they left.
+  // then two originals, 11 ms after they left: one sample of the instant.
   now_ = kT0 + Ms(11);
   AckPositions(resent, {0});
   AckPositions(sent, {1, 2});
-  // RFC 6298 after two samples of 11 ms (srtt 11, rttvar 4.125), the
-  // backoff undone by the progress (backed off it would be twice that).
+  EXPECT_EQ(stats().rtt_samples, 1u);
+  // RFC 6298 after one sample of 11 ms (srtt 11, rttvar 5.5), the backoff
+  // undone by the progress (backed off it would be twice that).
   const TimeDelta rto = stats().rto;
-  EXPECT_EQ(rto, TimeDelta::FromMicroseconds(27'500));
+  EXPECT_EQ(rto, TimeDelta::FromMicroseconds(33'000));
   // Not asked for the deadline: the next send's timeout check finds it.
   now_ = kT0 + Ms(11) + rto - TimeDelta::FromNanoseconds(1);
   EXPECT_TRUE(SendNow().empty());
