@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "atp/cpu_isa.h"
 #include "atp/quantize.h"
 #include "gtest/gtest.h"
 
@@ -145,6 +146,15 @@ TEST(DequantizeFromWireTest, EqualsDequantizeOfTheSwappedInts) {
       EXPECT_EQ(std::bit_cast<uint32_t>(got[n]), std::bit_cast<uint32_t>(sentinel)) << impl.name;
     }
   }
+}
+
+// The kernel a per-packet caller keeps is the one the dispatcher calls: the
+// widest MaxCpuIsa() allows.
+TEST(DequantizeFromWireTest, TheChosenKernelIsTheWidestMaxCpuIsaAllows) {
+  const DequantizeFromWireFn expected = MaxCpuIsa() >= CpuIsa::kAvx512 ? &DequantizeFromWireAvx512
+                                        : MaxCpuIsa() >= CpuIsa::kAvx2 ? &DequantizeFromWireAvx2
+                                                                       : &DequantizeFromWireScalar;
+  EXPECT_EQ(ChosenDequantizeFromWire(), expected);
 }
 
 }  // namespace
