@@ -33,7 +33,7 @@ std::string FormatTable(const sim::ExperimentConfig& config, const sim::Experime
       LevelsName(topo.aggregation),
       topo.switches.partition == switch_emulator::PartitionMode::kStatic ? "static" : "dynamic",
       topo.switches.aggregators, config.impairments.loss, config.workload.values,
-      config.workload.iterations, static_cast<unsigned>(config.seed));
+      config.workload.iterations, config.seed);
   if (topo.ps_model.link_bps > 0 || topo.ps_model.packet_service > TimeDelta::Zero()) {
     // Said only when set, so the default header stays what scripts parse.
     out.insert(out.size() - 1,

@@ -83,6 +83,9 @@ absl::StatusOr<VisibilityOptions> VisibilityOptionsFromFlags() {
   VisibilityOptions o;
   o.pcap = absl::GetFlag(FLAGS_pcap);
   o.pcap_links = absl::StrSplit(absl::GetFlag(FLAGS_pcap_links), ',', absl::SkipEmpty());
+  if (!o.pcap.empty() && o.pcap_links.empty()) {
+    return Bad("pcap_links", "names no link or link kind (nothing would be captured)");
+  }
   o.plot = absl::GetFlag(FLAGS_plot);
   if (!o.plot.empty() && !absl::EndsWith(o.plot, ".png") && !absl::EndsWith(o.plot, ".svg")) {
     return Bad("plot", absl::StrCat("'", o.plot, "' must end in .png or .svg"));
@@ -120,11 +123,16 @@ absl::Status SimVisibility::Attach(sim::Experiment& experiment) {
   if (!options_.pcap.empty()) {
     std::vector<sim::Link*> chosen;
     for (const std::string& wanted : options_.pcap_links) {
+      // A kind counts only when this topology has links of it (tor_to_core
+      // with one rack has none): a capture of nothing is refused, not
+      // written empty.
       bool found = false;
       for (int k = 0; k < sim::kLinkKinds; ++k) {
         if (wanted != kLinkKindNames[k]) continue;
-        for (sim::Link* l : network_->LinksOfKind(static_cast<sim::LinkKind>(k))) chosen.push_back(l);
-        found = true;
+        for (sim::Link* l : network_->LinksOfKind(static_cast<sim::LinkKind>(k))) {
+          chosen.push_back(l);
+          found = true;
+        }
       }
       for (const auto& l : network_->links()) {
         if (l->name() == wanted) {
@@ -132,8 +140,18 @@ absl::Status SimVisibility::Attach(sim::Experiment& experiment) {
           found = true;
         }
       }
-      if (!found) return Bad("pcap_links", absl::StrCat("no link or link kind '", wanted, "'"));
+      if (!found) {
+        return Bad("pcap_links", absl::StrCat("no link or link kind '", wanted,
+                                              "' with links in this topology"));
+      }
     }
+    // A link named twice (or by its name and its kind) is tapped once: each
+    // tap would write every frame again.
+    std::vector<sim::Link*> once;
+    for (sim::Link* l : chosen) {
+      if (std::find(once.begin(), once.end(), l) == once.end()) once.push_back(l);
+    }
+    chosen = std::move(once);
     capture::PcapRingOptions ring;
     const size_t slash = options_.pcap.rfind('/');
     ring.directory = slash == std::string::npos ? "." : options_.pcap.substr(0, slash);

@@ -120,9 +120,11 @@ absl::Status BuildDpdk(const EndpointFlags& flags, EndpointSpec& spec) {
       memif.socket = flags.memif_socket;
       memif.socket_kind = transport::MemifSocket::kFile;
     }
-    if (memif.socket.empty() || memif.socket.find_first_of(", ") != std::string::npos) {
+    if (memif.socket.empty() || memif.socket.find_first_of(", ") != std::string::npos ||
+        memif.socket.size() > transport::kMaxMemifSocketBytes) {
       return FlagError("memif_socket",
-                       absl::StrCat("'", flags.memif_socket, "': a path without ',' or ' '"));
+                       absl::StrCat("'", flags.memif_socket, "': a path of at most ",
+                                    transport::kMaxMemifSocketBytes, " bytes without ',' or ' '"));
     }
     memif.ring_frames = d.device.rx_ring_frames;
     d.port = "net_memif_atp";
@@ -380,7 +382,7 @@ absl::StatusOr<EndpointSpec> BuildEndpoint(const EndpointFlags& flags, const End
   } else if (flags.transport == "kernel_udp" || flags.transport == "udp") {
     ATP_RETURN_IF_ERROR(BuildKernelUdp(flags, spec));
   } else if (flags.transport == "loopback") {
-    return FlagError("transport", "loopback is in-process only; endpoint processes need dpdk");
+    return FlagError("transport", "loopback is in-process only; endpoint processes need dpdk or kernel_udp");
   } else {
     return FlagError("transport", absl::StrCat("'", flags.transport, "' is not dpdk or kernel_udp"));
   }

@@ -18,8 +18,8 @@ ABSL_FLAG(std::string, memif_socket, "",
           "--dpdk_port=memif: the memif control socket: a file path (the server creates it), or "
           "'@NAME' for an abstract socket.");
 ABSL_FLAG(std::string, memif_role, "client",
-          "--dpdk_port=memif: 'client' (connects to the switch's socket, retrying until "
-          "--deadline_s) or 'server' (listens on it).");
+          "--dpdk_port=memif: 'client' (connects to the switch's socket, retrying until the "
+          "link comes up: for a worker, until its --deadline_s) or 'server' (listens on it).");
 ABSL_FLAG(int, memif_id, 0, "--dpdk_port=memif: the interface id on the socket (0..255).");
 ABSL_FLAG(std::string, iface, "", "--dpdk_port=af_packet|af_xdp: the kernel interface.");
 ABSL_FLAG(std::string, netns, "",

@@ -3,16 +3,19 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "atp/status_macros.h"
 #include "atp/transport.h"
+#include "atp/transport/dpdk.h"
 #include "switch_emulator/daemon/yaml_reader.h"
 
 namespace atp::switchd {
@@ -26,7 +29,7 @@ using switch_emulator::JobLevels;
 using switch_emulator::PartitionMode;
 
 constexpr size_t kMaxNameBytes = 32;
-constexpr size_t kMaxSocketPathBytes = 107;  // sockaddr_un::sun_path, NUL excluded
+constexpr size_t kMaxSocketPathBytes = transport::kMaxMemifSocketBytes;
 constexpr size_t kMaxIfaceBytes = 15;        // IFNAMSIZ - 1
 constexpr uint64_t kMaxRateMbps = 1'000'000;  // a port's rate_mbps: up to 1 Tb/s
 constexpr uint64_t kMaxQueueFrames = 65536;   // a rate-limited queue's FIFO
@@ -43,6 +46,22 @@ bool ValidName(absl::string_view name) {
 }
 
 // ValidPci: "DDDD:BB:DD.F" (domain, bus, device, function in hex).
+// SameSocketFile: whether two memif socket paths name one file: compared
+// made absolute and lexically normal, with symbolic links of the parts that
+// exist resolved ("/tmp/a.sock", "/tmp/./a.sock" and "a.sock" from /tmp are
+// one).
+bool SameSocketFile(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  const auto canonical = [](const std::string& path) {
+    std::error_code error;
+    std::filesystem::path absolute = std::filesystem::absolute(path, error);
+    if (error) return std::filesystem::path(path).lexically_normal();
+    std::filesystem::path resolved = std::filesystem::weakly_canonical(absolute, error);
+    return error ? absolute.lexically_normal() : resolved;
+  };
+  return canonical(a) == canonical(b);
+}
+
 bool ValidPci(absl::string_view pci) {
   if (pci.size() != 12) return false;
   for (size_t i = 0; i < pci.size(); ++i) {
@@ -346,7 +365,7 @@ class Parser {
         const PortConfig& o = config_.ports[j];
         if (o.type != p.type && !(IsAfPort(o.type) && IsAfPort(p.type))) continue;
         std::string clash;
-        if (p.type == PortType::kMemif && o.socket == p.socket &&
+        if (p.type == PortType::kMemif && SameSocketFile(o.socket, p.socket) &&
             (o.memif_id == p.memif_id || o.role != p.role)) {
           clash = o.memif_id == p.memif_id
                       ? absl::StrCat(".socket: '", p.socket, "' id ", p.memif_id)
@@ -354,7 +373,7 @@ class Parser {
         } else if (IsAfPort(p.type) && o.iface == p.iface && o.netns == p.netns) {
           clash = absl::StrCat(".iface: '", p.iface, "'",
                                p.netns.empty() ? "" : absl::StrCat(" in netns ", p.netns));
-        } else if (p.type == PortType::kPci && o.pci == p.pci) {
+        } else if (p.type == PortType::kPci && absl::EqualsIgnoreCase(o.pci, p.pci)) {
           clash = absl::StrCat(".pci: ", p.pci);
         }
         if (!clash.empty()) {

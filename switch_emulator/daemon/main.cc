@@ -270,6 +270,21 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "atp-switchd: %s\n", std::string(daemon.status().message()).c_str());
     return kOpenFailedExit;
   }
+  // The metrics listener before the datapath starts: a port in use or an
+  // address that is not this host's fails the start, not a running switch.
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (metrics.port != -1) {
+    SwitchDaemon* running = daemon->get();
+    absl::StatusOr<std::unique_ptr<MetricsServer>> started =
+        MetricsServer::Start(metrics, [running] { return SwitchdMetrics(running->Stats()); });
+    if (!started.ok()) {
+      std::fprintf(stderr, "atp-switchd: --metrics_port: %s\n", std::string(started.status().message()).c_str());
+      return kOpenFailedExit;
+    }
+    metrics_server = *std::move(started);
+    internal::Logger().info("{}: metrics on http://{}:{}/metrics", config->name, metrics.address,
+                            metrics_server->port());
+  }
   if (absl::Status s = (*daemon)->Start(); !s.ok()) {
     std::fprintf(stderr, "atp-switchd: %s\n", std::string(s.message()).c_str());
     return kOpenFailedExit;
@@ -293,19 +308,6 @@ int Main(int argc, char** argv) {
     }
   }
 
-  std::unique_ptr<MetricsServer> metrics_server;
-  if (metrics.port != -1) {
-    SwitchDaemon* running = daemon->get();
-    absl::StatusOr<std::unique_ptr<MetricsServer>> started =
-        MetricsServer::Start(metrics, [running] { return SwitchdMetrics(running->Stats()); });
-    if (!started.ok()) {
-      std::fprintf(stderr, "atp-switchd: --metrics_port: %s\n", std::string(started.status().message()).c_str());
-      return kOpenFailedExit;
-    }
-    metrics_server = *std::move(started);
-    internal::Logger().info("{}: metrics on http://{}:{}/metrics", config->name, metrics.address,
-                            metrics_server->port());
-  }
   const int interval_s = absl::GetFlag(FLAGS_stats_interval_s);
   absl::Time next_summary = absl::Now() + absl::Seconds(interval_s);
   SwitchdStats previous = (*daemon)->Stats();

@@ -6,7 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -50,14 +55,57 @@ absl::StatusOr<std::unique_ptr<transport::Device>> OpenKernelUdpPort(const Switc
 
 #if ATP_HAVE_DPDK
 
+// ListenerOf: the path a Unix socket listening on this host (this network
+// namespace) was bound to that names the file `path`, from /proc/net/unix
+// (flags __SO_ACCEPTCON), if any; nullopt when there is none or the table
+// cannot be read. A relative bound path counts when its last part matches
+// (the listener's working directory is unknown: better refused than a live
+// server's socket removed).
+std::optional<std::string> ListenerOf(const std::string& path) {
+  constexpr unsigned long kAcceptCon = 0x00010000;  // include/net/af_unix.h
+  std::error_code error;
+  const std::filesystem::path ours =
+      std::filesystem::weakly_canonical(std::filesystem::absolute(path, error), error);
+  if (error) return std::nullopt;
+  std::ifstream table("/proc/net/unix");
+  std::string line;
+  std::getline(table, line);  // the column names
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, refs, protocol, flags, type, state, inode, bound;
+    if (!(fields >> slot >> refs >> protocol >> flags >> type >> state >> inode >> bound)) continue;
+    if ((std::strtoul(flags.c_str(), nullptr, 16) & kAcceptCon) == 0 || bound.empty() ||
+        bound[0] == '@') {
+      continue;
+    }
+    const std::filesystem::path theirs(bound);
+    if (theirs.is_absolute()
+            ? std::filesystem::weakly_canonical(theirs, error) == ours && !error
+            : theirs.filename() == ours.filename()) {
+      return bound;
+    }
+  }
+  return std::nullopt;
+}
+
 // RemoveStaleSocket: a socket file nobody listens on (its server died) is
 // removed so that a new server can bind; one a live process listens on is
-// refused.
+// refused. The listeners of this network namespace are read from
+// /proc/net/unix, never probed by connecting: DPDK 22.11's memif server
+// panics (epoll_ctl on a closed fd, in its interrupt thread) when a client
+// connects and closes at once, so a second atp-switchd on the same
+// configuration used to kill the first. A listener in another network
+// namespace is invisible there: only then does a connect tell.
 absl::Status RemoveStaleSocket(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return absl::OkStatus();
   if (!S_ISSOCK(st.st_mode)) {
     return absl::AlreadyExistsError(absl::StrCat(path, " exists and is not a socket"));
+  }
+  if (const std::optional<std::string> listener = ListenerOf(path)) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        path, ": another process listens on this memif socket",
+        *listener == path ? "" : absl::StrCat(" (bound as '", *listener, "')")));
   }
   const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
   if (fd < 0) return absl::InternalError(absl::StrCat("socket(AF_UNIX): ", std::strerror(errno)));
@@ -68,8 +116,8 @@ absl::Status RemoveStaleSocket(const std::string& path) {
   const int error = errno;
   ::close(fd);
   if (ret == 0) {
-    return absl::AlreadyExistsError(
-        absl::StrCat(path, ": another process listens on this memif socket"));
+    return absl::AlreadyExistsError(absl::StrCat(
+        path, ": another process listens on this memif socket (from another network namespace)"));
   }
   if (error != ECONNREFUSED) return absl::OkStatus();  // let DPDK report what is wrong
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {

@@ -262,6 +262,14 @@ TEST(SwitchdConfigTest, PortsOpenDistinctResources) {
   EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: pci, pci: '0000:3b:00.0'}\n"
                             "  - {name: c, type: pci, pci: '0000:3b:00.0'}\n")),
             At(6) + "ports[2].pci: 0000:3b:00.0 is already port 'b' (line 5)");
+  // The same resource spelled differently: one file, one device.
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /tmp/./a.sock}\n")),
+            At(5) + "ports[1].socket: '/tmp/./a.sock' id 0 is already port 'a' (line 4)");
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: memif, socket: /tmp/x/../a.sock}\n")),
+            At(5) + "ports[1].socket: '/tmp/x/../a.sock' id 0 is already port 'a' (line 4)");
+  EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: pci, pci: '0000:3b:00.0'}\n"
+                            "  - {name: c, type: pci, pci: '0000:3B:00.0'}\n")),
+            At(6) + "ports[2].pci: 0000:3B:00.0 is already port 'b' (line 5)");
   EXPECT_EQ(ErrorOf(Minimal("  - {name: b, type: kernel_udp, queues: 2, bind: '127.0.0.1:1000', peer: '127.0.0.1:2000'}\n"
                             "  - {name: c, type: kernel_udp, bind: '0.0.0.0:1001', peer: '127.0.0.1:3000'}\n")),
             At(6) + "ports[2].bind: 0.0.0.0:1001..+0 overlaps port 'b' (line 5), which binds "

@@ -251,6 +251,16 @@ TEST_F(SwitchdMemifRunTest, ForwardsBetweenTwoMemifPortsAndStopsOnSigterm) {
   ASSERT_EQ(got.size(), kFrames) << switchd.Stderr();
   EXPECT_EQ(got, sent) << "forwarded untouched and in order";
 
+  // A second daemon on the same configuration is refused, and the first
+  // lives on: the check for a live server used to connect and close at
+  // once, which makes DPDK 22.11's memif server panic.
+  {
+    test::ChildProcess second({.stdout_path = dir_ + "/out2", .stderr_path = dir_ + "/err2"});
+    ASSERT_TRUE(second.Spawn({Switchd(), "--config=" + config, "--log_level=warn"}));
+    EXPECT_EQ(second.Wait(std::chrono::seconds(30)), 1);
+    EXPECT_THAT(second.Stderr(), HasSubstr("another process listens on this memif socket"));
+  }
+
   // SIGUSR1: the stats JSON appears (written atomically).
   switchd.Signal(SIGUSR1);
   const auto stats_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -119,6 +119,10 @@ if [[ "$have_dpdk" == 1 ]]; then
   expect "--memif_id" atp-throughput --role=worker --rank=0 --dpdk_port=pci --pci=0000:3b:00.0 --memif_id=3
   expect "--iface" atp-throughput --role=worker --rank=0 --memif_socket=/tmp/x.sock --iface=eth0
   expect "--pci" atp-throughput --role=worker --rank=0 --memif_socket=/tmp/x.sock --pci=0000:3b:00.0
+  # Longer than sockaddr_un holds: a client would wait forever to connect.
+  long_socket="/tmp/$(printf 's%.0s' {1..120}).sock"
+  expect "--memif_socket" atp-throughput --role=worker --rank=0 --memif_socket="$long_socket"
+  expect "--memif_socket" atp-ps --memif_socket="$long_socket"
 fi
 
 # --- atp-ps
@@ -256,6 +260,8 @@ expect "usage" atp_sim_plot.py "$dir/empty.json" "$dir/p.jpg"
 expect "--workers" atp-sim --scenario=loss-sweep --workers=8
 expect "--scale" atp-sim --scale=small
 expect "--pcap_links" atp-sim --pcap_links=tor_to_ps
+expect "--pcap_links" atp-sim --pcap="$dir/a.pcap" --pcap_links=
+expect "--pcap_links" atp-sim --pcap="$dir/a.pcap" --pcap_links=tor_to_core --racks=1
 expect "--plot_interval_us" atp-sim --plot_interval_us=5
 expect "--plot_interval_us" atp-sim --plot="$dir/p.svg" --plot_interval_us=inf
 expect "--plot_interval_us" atp-sim --plot="$dir/p.svg" --plot_interval_us=1e-9

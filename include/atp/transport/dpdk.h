@@ -66,6 +66,7 @@
 #ifndef ATP_TRANSPORT_DPDK_H_
 #define ATP_TRANSPORT_DPDK_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -297,6 +298,11 @@ enum class MemifRole : uint8_t { kServer, kClient };
 // MemifSocket: an abstract socket name (no file, scoped to the network
 // namespace) or a path in the file system.
 enum class MemifSocket : uint8_t { kAbstract, kFile };
+
+// kMaxMemifSocketBytes: the longest socket path or abstract name a memif
+// port can use (sockaddr_un::sun_path, its NUL excluded); a longer one fails
+// late and obscurely inside DPDK (a client never connects).
+inline constexpr size_t kMaxMemifSocketBytes = 107;
 
 struct MemifOptions {
   MemifRole role = MemifRole::kServer;
