@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <utility>
 
@@ -125,6 +126,22 @@ absl::Status BuildDpdk(const EndpointFlags& flags, EndpointSpec& spec) {
       return FlagError("memif_socket",
                        absl::StrCat("'", flags.memif_socket, "': a path of at most ",
                                     transport::kMaxMemifSocketBytes, " bytes without ',' or ' '"));
+    }
+    if (memif.role == transport::MemifRole::kServer &&
+        memif.socket_kind == transport::MemifSocket::kFile) {
+      // The server creates the file: said here, not as DPDK's errno.
+      std::error_code error;
+      const std::filesystem::path socket(memif.socket);
+      const std::filesystem::path directory =
+          socket.has_parent_path() ? socket.parent_path() : std::filesystem::path(".");
+      if (!std::filesystem::is_directory(directory, error)) {
+        return FlagError("memif_socket", absl::StrCat("'", flags.memif_socket, "': no directory '",
+                                                      directory.string(), "'"));
+      }
+      if (std::filesystem::exists(socket, error) && !std::filesystem::is_socket(socket, error)) {
+        return FlagError("memif_socket",
+                         absl::StrCat("'", flags.memif_socket, "' exists and is not a socket"));
+      }
     }
     memif.ring_frames = d.device.rx_ring_frames;
     d.port = "net_memif_atp";

@@ -123,6 +123,9 @@ if [[ "$have_dpdk" == 1 ]]; then
   long_socket="/tmp/$(printf 's%.0s' {1..120}).sock"
   expect "--memif_socket" atp-throughput --role=worker --rank=0 --memif_socket="$long_socket"
   expect "--memif_socket" atp-ps --memif_socket="$long_socket"
+  touch "$dir/regular.sock"
+  expect "exists and is not a socket" atp-ps --memif_role=server --memif_socket="$dir/regular.sock"
+  expect "no directory" atp-ps --memif_role=server --memif_socket=/nonexistent-atp-dir/s.sock
 fi
 
 # --- atp-ps
