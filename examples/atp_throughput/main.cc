@@ -426,7 +426,10 @@ int RunWorker() {
                                               "only with --role=cluster"));
   CheckSizeFlags(3);  // input, output, expected sum
   if (!(deadline_s > 0)) return bad("--deadline_s: must be > 0");
-  if (absl::GetFlag(FLAGS_rank) < 0) return bad("--rank: required with --role=worker (0, 1, ...)");
+  if (absl::GetFlag(FLAGS_rank) == -1) return bad("--rank: required with --role=worker (0, 1, ...)");
+  if (absl::GetFlag(FLAGS_rank) < 0) {
+    return bad(absl::StrCat("--rank: ", absl::GetFlag(FLAGS_rank), " is negative (0, 1, ...)"));
+  }
   const int pause_after = absl::GetFlag(FLAGS_pause_after_iteration);
   tool::ExitIfBad(kProgram, tool::CheckRange("pause_after_iteration", pause_after, 0, iterations - 1));
   EndpointPlace place;
