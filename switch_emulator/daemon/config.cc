@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -84,7 +85,13 @@ class Parser {
   absl::StatusOr<SwitchdConfig> Parse(std::string_view text) {
     YAML::Node root;
     try {
-      root = YAML::Load(std::string(text));
+      // Every document, to refuse a second one rather than ignore it.
+      std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+      if (documents.size() > 1) {
+        return ctx_.Error(documents[1].Mark().line < 0 ? 1 : documents[1].Mark().line + 1,
+                          "YAML: a second document ('---'): a configuration is one document");
+      }
+      if (!documents.empty()) root = documents[0];
     } catch (const YAML::Exception& e) {
       return ctx_.Error(e.mark.line < 0 ? 1 : e.mark.line + 1, absl::StrCat("YAML: ", e.msg));
     }
@@ -720,6 +727,10 @@ absl::StatusOr<SwitchdConfig> ParseSwitchdConfig(std::string_view text, std::str
 }
 
 absl::StatusOr<SwitchdConfig> LoadSwitchdConfig(const std::string& path) {
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a configuration file"));
+  }
   std::ifstream in(path);
   if (!in) {
     const int error = errno;
