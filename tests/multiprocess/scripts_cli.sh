@@ -146,6 +146,7 @@ kill -0 "$ps_pid" || fail "ps1 died after kill-ps --signal=FOO"
 expect 1 "ps1 is running already" "$testbed" start-ps --dir="$dir" ps1
 expect 2 "stats needs exactly one NAME" "$testbed" stats --dir="$dir"
 expect 2 "unknown switch 'w1r0i0'" "$testbed" stats --dir="$dir" w1r0i0
+expect 2 "unknown PS 'ps2' \(this testbed has: ps1\)" "$testbed" stats --dir="$dir" ps2
 expect 1 "a testbed is up in" "$testbed" up --variant=udp --racks=1 --dir="$dir"
 # A rebuild while the testbed runs (the linker replaces the file): the
 # running PS's /proc/PID/exe then reads "PATH (deleted)", and down must still
