@@ -240,6 +240,10 @@ absl::Status BuildKernelUdp(const EndpointFlags& flags, EndpointSpec& spec) {
   u.device.base_port = spec.job.base_port;
   u.address = spec.self;
   ATP_ASSIGN_OR_RETURN(u.bind, ParseSocket("udp_bind", flags.udp_bind));
+  if (u.bind.ip.value == 0) {
+    return FlagError("udp_bind", absl::StrCat("'", flags.udp_bind,
+                                             "': bind one local IPv4 (e.g. 127.0.0.1), not 0.0.0.0"));
+  }
   ATP_ASSIGN_OR_RETURN(u.gateway, ParseSocket("udp_gateway", flags.udp_gateway));
   u.encapsulation = transport::KernelUdpEncapsulation::kWholeFrame;
   if (uint32_t{u.bind.port} + spec.job.io_threads - 1 > 65535) {

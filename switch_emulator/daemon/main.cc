@@ -216,7 +216,10 @@ int Main(int argc, char** argv) {
   }
   capture.max_file_bytes = uint64_t{static_cast<uint32_t>(absl::GetFlag(FLAGS_pcap_max_file_mb))} << 20;
   capture.max_files = static_cast<uint32_t>(absl::GetFlag(FLAGS_pcap_max_files));
-  if (absl::Status s = CheckPortCapture(*config, capture); !s.ok()) BadConfig(s);
+  if (absl::Status s = CheckPortCapture(*config, capture); !s.ok()) {
+    std::fprintf(stderr, "atp-switchd: %s\n", std::string(s.message()).c_str());
+    return kBadUsageExit;
+  }
   MetricsServerOptions metrics;
   metrics.port = absl::GetFlag(FLAGS_metrics_port);
   metrics.address = absl::GetFlag(FLAGS_metrics_address);

@@ -116,6 +116,7 @@ expect "--source_check" atp-throughput "${worker[@]}" --source_check=maybe
 expect "--pause_after_iteration" atp-throughput "${worker[@]}" --iterations=3 --pause_after_iteration=3
 expect "--pause_after_iteration" atp-throughput "${worker[@]}" --pause_after_iteration=-1
 expect "--rank: -2 is negative" atp-throughput --role=worker --rank=-2
+expect "--udp_bind" atp-ps --transport=kernel_udp --udp_bind=0.0.0.0:41000 --udp_gateway=127.0.0.1:42000
 if [[ "$have_dpdk" == 1 ]]; then
   expect "--memif_id" atp-throughput --role=worker --rank=0 --dpdk_port=pci --pci=0000:3b:00.0 --memif_id=3
   expect "--iface" atp-throughput --role=worker --rank=0 --memif_socket=/tmp/x.sock --iface=eth0
