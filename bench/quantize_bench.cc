@@ -139,6 +139,7 @@ void Sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_Quantize, scalar, &atp::QuantizeScalar, Isa::kAny)->Apply(Sizes);
 BENCHMARK_CAPTURE(BM_Quantize, avx2, &atp::QuantizeAvx2, Isa::kAvx2)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_Quantize, avx512, &atp::QuantizeAvx512, Isa::kAvx512)->Apply(Sizes);
 BENCHMARK_CAPTURE(BM_Quantize, dispatch, &atp::Quantize, Isa::kAny)->Apply(Sizes);
 BENCHMARK_CAPTURE(BM_Dequantize, scalar, &atp::DequantizeScalar, Isa::kAny)->Apply(Sizes);
 BENCHMARK_CAPTURE(BM_Dequantize, avx2, &atp::DequantizeAvx2, Isa::kAvx2)->Apply(Sizes);

@@ -8,8 +8,7 @@
 //   std::array<int32_t, 62> q;
 //   if (atp::Quantize(values, scale, q) == atp::QuantizeOutcome::kNeedsFloat) send_fp();
 //
-// The dispatching entry points pick an AVX2 version (AVX-512 for dequantize)
-// at run time when the CPU has it and ATP_MAX_CPU_ISA does not cap it
+// The dispatching entry points pick an AVX-512 or AVX2 version at run time when the CPU has it and ATP_MAX_CPU_ISA does not cap it
 // (atp/cpu_isa.h); each is bit-identical to the scalar one.
 #ifndef ATP_QUANTIZE_H_
 #define ATP_QUANTIZE_H_
@@ -84,9 +83,12 @@ QuantizeOutcome QuantizeToWireScalar(std::span<const float> in, double scale,
 QuantizeOutcome QuantizeToWireAvx2(std::span<const float> in, double scale, std::span<uint8_t> out);
 void DequantizeFromWireScalar(std::span<const uint8_t> in, double scale, std::span<float> out);
 void DequantizeFromWireAvx2(std::span<const uint8_t> in, double scale, std::span<float> out);
-// Dequantize only: 16 lanes per block (lib/quantize/dequantize_avx512.cc says
-// why). Must only be called when HasAvx512() is true; shorter than 16 values
-// they run the AVX2 kernel.
+// 16 lanes per block (lib/quantize/quantize_avx512.cc and
+// dequantize_avx512.cc say why). Must only be called when HasAvx512() is
+// true; shorter than 16 values they run the AVX2 kernels.
+QuantizeOutcome QuantizeAvx512(std::span<const float> in, double scale, std::span<int32_t> out);
+QuantizeOutcome QuantizeToWireAvx512(std::span<const float> in, double scale,
+                                     std::span<uint8_t> out);
 void DequantizeAvx512(std::span<const int32_t> in, double scale, std::span<float> out);
 void DequantizeFromWireAvx512(std::span<const uint8_t> in, double scale, std::span<float> out);
 // HasAvx2 / HasAvx512: whether this CPU and OS support the kernels

@@ -1,8 +1,8 @@
 // Scalar quantizer (the reference definition) and the run-time dispatch.
 //
 // The scalar code is the specification the AVX2 versions (quantize_avx2.cc)
-// and the AVX-512 dequantizer (dequantize_avx512.cc) are tested against bit
-// for bit; keep it obviously correct rather than fast.
+// and the AVX-512 ones (quantize_avx512.cc, dequantize_avx512.cc) are tested
+// against bit for bit; keep it obviously correct rather than fast.
 #include "atp/quantize.h"
 
 #include <bit>
@@ -136,6 +136,7 @@ bool HasAvx512() { return CpuIsaOfThisCpu() >= CpuIsa::kAvx512; }
 // ATP_MAX_CPU_ISA): at most CpuIsaOfThisCpu(), so each kernel they call may run.
 
 QuantizeOutcome Quantize(std::span<const float> in, double scale, std::span<int32_t> out) {
+  if (MaxCpuIsa() >= CpuIsa::kAvx512) return QuantizeAvx512(in, scale, out);
   if (MaxCpuIsa() >= CpuIsa::kAvx2) return QuantizeAvx2(in, scale, out);
   return QuantizeScalar(in, scale, out);
 }
@@ -151,6 +152,7 @@ void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out)
 }
 
 QuantizeOutcome QuantizeToWire(std::span<const float> in, double scale, std::span<uint8_t> out) {
+  if (MaxCpuIsa() >= CpuIsa::kAvx512) return QuantizeToWireAvx512(in, scale, out);
   if (MaxCpuIsa() >= CpuIsa::kAvx2) return QuantizeToWireAvx2(in, scale, out);
   return QuantizeToWireScalar(in, scale, out);
 }

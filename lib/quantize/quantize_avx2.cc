@@ -26,12 +26,9 @@
 // shorter than 8, the same code with masked loads and stores (masked-off
 // lanes read as 0.0f and are never written).
 //
-// No AVX-512 quantizer (the dequantizer has one, dequantize_avx512.cc, for
-// its per-fragment cost): a 16-wide one with embedded rounding and masked tails,
-// measured on the target Xeon, was 10-18% faster in L1/L2 (18.7 against 15.8
-// GB/s at 256 KiB) and no faster at 64 MiB, where both are DRAM-bound. This
-// version is already 1.6-2x the 8 GB/s target in cache, so a third
-// kernel to keep bit-identical does not pay. Figures: bench/quantize_bench.cc.
+// Where the CPU has AVX-512 the dispatchers use quantize_avx512.cc instead
+// (16 lanes, embedded rounding: fewer instructions per fragment); this
+// kernel also does its calls shorter than 16 values.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -1,8 +1,8 @@
 // The AVX2 quantizer is bit-identical to the scalar one: on millions of random
 // inputs (random bit patterns, gradient-like magnitudes, exact ties) and on
 // every edge value at every position of every length 0..70 (so every lane of
-// the vector body and of the masked tail). The dequantize cases also hold the
-// AVX-512 dequantizer to the scalar one where the CPU has AVX-512.
+// the vector body and of the masked tail). Every case also holds the AVX-512
+// quantizer and dequantizer to the scalar ones where the CPU has AVX-512.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -96,14 +96,22 @@ std::vector<float> EdgeValues() {
 // a sentinel) and expects identical bits and outcome.
 void ExpectSameQuantize(std::span<const float> in, double scale, const std::string& what) {
   std::vector<int32_t> want(in.size() + 1, kSentinel);
-  std::vector<int32_t> got(in.size() + 1, kSentinel);
   const QuantizeOutcome want_outcome = QuantizeScalar(in, scale, want);
-  const QuantizeOutcome got_outcome = QuantizeAvx2(in, scale, got);
-  ASSERT_EQ(got_outcome, want_outcome) << what << " scale=" << scale << " n=" << in.size();
-  for (size_t i = 0; i <= in.size(); ++i) {
-    ASSERT_EQ(got[i], want[i]) << what << " scale=" << scale << " n=" << in.size() << " i=" << i
-                               << " x bits=0x" << std::hex
-                               << (i < in.size() ? std::bit_cast<uint32_t>(in[i]) : 0u);
+  // The AVX2 kernel, and the AVX-512 one (quantize_avx512.cc) where the CPU
+  // has it.
+  for (const bool avx512 : {false, true}) {
+    if (avx512 && !HasAvx512()) continue;
+    const char* kernel = avx512 ? "avx512 " : "avx2 ";
+    std::vector<int32_t> got(in.size() + 1, kSentinel);
+    const QuantizeOutcome got_outcome =
+        avx512 ? QuantizeAvx512(in, scale, got) : QuantizeAvx2(in, scale, got);
+    ASSERT_EQ(got_outcome, want_outcome)
+        << kernel << what << " scale=" << scale << " n=" << in.size();
+    for (size_t i = 0; i <= in.size(); ++i) {
+      ASSERT_EQ(got[i], want[i]) << kernel << what << " scale=" << scale << " n=" << in.size()
+                                 << " i=" << i << " x bits=0x" << std::hex
+                                 << (i < in.size() ? std::bit_cast<uint32_t>(in[i]) : 0u);
+    }
   }
 }
 

@@ -46,7 +46,7 @@ bool Always() { return true; }
 const Impl kImpls[] = {
     {"scalar", QuantizeToWireScalar, DequantizeFromWireScalar, Always},
     {"avx2", QuantizeToWireAvx2, DequantizeFromWireAvx2, HasAvx2},
-    {"avx512", QuantizeToWireAvx2, DequantizeFromWireAvx512, HasAvx512},
+    {"avx512", QuantizeToWireAvx512, DequantizeFromWireAvx512, HasAvx512},
     {"dispatch", QuantizeToWire, DequantizeFromWire, Always},
 };
 

@@ -1,0 +1,165 @@
+// AVX-512 quantizer, bit-identical to the scalar one in quantize.cc.
+//
+// The same five steps as the AVX2 kernel (quantize_avx2.cc says them in
+// full), 16 floats per block instead of 8, and step 3 as one instruction in
+// any rounding mode: vcvtpd2dq with embedded round-to-nearest-even ({rn-sae})
+// rounds and converts, whatever MXCSR says, so there is one path instead of
+// the AVX2 kernel's two. The multiply stays an ordinary IEEE multiply in the
+// current mode, as in the scalar code.
+//
+// Why a kernel for something the AVX2 one does: a worker quantizes every
+// fragment it sends, 62 values at a time, and the AVX2 kernel's 8 blocks of
+// two 4-double halves were 40% of the instructions of a pushed fragment (203
+// of about 500, bench/RESULTS.md "The AVX-512 quantizer"). Here a fragment
+// is 4 blocks (the last overlapping the one before). In long buffers both
+// kernels are bound by memory (an earlier 16-lane trial measured no gain at
+// 64 MiB); the fragment-sized calls are where this one pays.
+//
+// Compiled without -mavx512*: each function carries a target attribute; the
+// dispatchers in quantize.cc call these only when MaxCpuIsa() allows it.
+// Shorter than one block, the AVX2 kernel does it.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+
+#include "atp/quantize.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+// GCC 12's AVX-512 intrinsics start their results from _mm*_undefined_*()
+// (GCC bug 105593): see dequantize_avx512.cc.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+// avx512bw for vpshufb on 512 bits (the byte swap of the wire form).
+#define ATP_TARGET_AVX512 __attribute__((target("avx512f,avx512bw")))
+#endif
+
+namespace atp {
+
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+
+constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+constexpr size_t kLanes = 16;
+// kChunk: floats per NaN-fix unit (step 5), as in the AVX2 kernel.
+constexpr size_t kChunk = 1024;
+static_assert(kChunk % kLanes == 0, "only the last chunk may have a tail");
+
+enum class IntOrder { kHost, kBig };
+
+// Quantize8: steps 1-3 for 8 floats: widen, multiply, clamp above (a NaN
+// product stays NaN: vminpd returns its second operand), round half-even and
+// convert (below INT32_MIN, -inf and NaN come out as INT32_MIN).
+ATP_TARGET_AVX512 inline __m256i Quantize8(__m256 x, __m512d scale) {
+  const __m512d p = _mm512_mul_pd(_mm512_cvtps_pd(x), scale);
+  const __m512d clamped = _mm512_min_pd(_mm512_set1_pd(static_cast<double>(kMax)), p);
+  return _mm512_cvt_roundpd_epi32(clamped, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+
+template <IntOrder kOrder>
+ATP_TARGET_AVX512 inline __m512i ToOrder(__m512i q) {
+  if constexpr (kOrder == IntOrder::kBig) {
+    // Reverses the bytes of each 32-bit lane (vpshufb works per 128 bits).
+    const __m512i swap =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12));
+    return _mm512_shuffle_epi8(q, swap);
+  }
+  return q;
+}
+
+// Quantize16: src[0, 16) into dst (kOrder), the running bounds updated
+// (step 4).
+template <IntOrder kOrder>
+ATP_TARGET_AVX512 inline void Quantize16(const float* src, __m512d scale, int32_t* dst,
+                                         __m512i* min_seen, __m512i* max_seen) {
+  const __m256i lo = Quantize8(_mm256_loadu_ps(src), scale);
+  const __m256i hi = Quantize8(_mm256_loadu_ps(src + 8), scale);
+  const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  *min_seen = _mm512_min_epi32(*min_seen, q);
+  *max_seen = _mm512_max_epi32(*max_seen, q);
+  _mm512_storeu_si512(dst, ToOrder<kOrder>(q));
+}
+
+// QuantizeChunk: src[0, n) into dst, n >= 16; the tail is the last 16 values
+// again, overlapping the block before (the same ints and bounds again).
+template <IntOrder kOrder>
+ATP_TARGET_AVX512 inline void QuantizeChunk(const float* src, size_t n, __m512d scale,
+                                            int32_t* dst, __m512i* min_seen, __m512i* max_seen) {
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) Quantize16<kOrder>(src + i, scale, dst + i, min_seen, max_seen);
+  if (i < n) {
+    Quantize16<kOrder>(src + n - kLanes, scale, dst + n - kLanes, min_seen, max_seen);
+  }
+}
+
+// ZeroNanLanes: dst[i] = 0 wherever src[i] is NaN, for i < n (step 5). Zero
+// has the same bytes in either order.
+ATP_TARGET_AVX512 void ZeroNanLanes(const float* src, size_t n, int32_t* dst) {
+  for (size_t i = 0; i < n; i += kLanes) {
+    const __mmask16 valid =
+        n - i >= kLanes ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 x = _mm512_maskz_loadu_ps(valid, src + i);
+    const __mmask16 nan = _mm512_mask_cmp_ps_mask(valid, x, x, _CMP_UNORD_Q);
+    if (nan != 0) _mm512_mask_storeu_epi32(dst + i, nan, _mm512_setzero_si512());
+  }
+}
+
+template <IntOrder kOrder>
+ATP_TARGET_AVX512 QuantizeOutcome QuantizeLoop(std::span<const float> in, double scale,
+                                               int32_t* out) {
+  const size_t n = in.size();
+  const __m512d scale8 = _mm512_set1_pd(scale);
+  __m512i max_seen = _mm512_setzero_si512();
+  bool needs_float = false;
+  for (size_t start = 0; start < n; start += kChunk) {
+    // A chunk shorter than a block (only the last can be) overlaps the one
+    // before: the same values again.
+    const size_t len = std::min(kChunk, n - start);
+    const size_t from = len >= kLanes ? start : n - kLanes;
+    __m512i min_seen = _mm512_setzero_si512();
+    QuantizeChunk<kOrder>(in.data() + from, start + len - from, scale8, out + from, &min_seen,
+                          &max_seen);
+    if (_mm512_cmpeq_epi32_mask(min_seen, _mm512_set1_epi32(kMin)) != 0) {
+      needs_float = true;
+      ZeroNanLanes(in.data() + from, start + len - from, out + from);
+    }
+  }
+  needs_float = needs_float || _mm512_cmpeq_epi32_mask(max_seen, _mm512_set1_epi32(kMax)) != 0;
+  return needs_float ? QuantizeOutcome::kNeedsFloat : QuantizeOutcome::kExact;
+}
+
+}  // namespace
+
+ATP_TARGET_AVX512 QuantizeOutcome QuantizeAvx512(std::span<const float> in, double scale,
+                                                 std::span<int32_t> out) {
+  if (in.size() < kLanes) return QuantizeAvx2(in, scale, out);
+  return QuantizeLoop<IntOrder::kHost>(in, scale, out.data());
+}
+
+// The payload bytes are reached through int32_t pointers only for the
+// intrinsics' signatures: every access is an unaligned vector store.
+ATP_TARGET_AVX512 QuantizeOutcome QuantizeToWireAvx512(std::span<const float> in, double scale,
+                                                       std::span<uint8_t> out) {
+  if (in.size() < kLanes) return QuantizeToWireAvx2(in, scale, out);
+  return QuantizeLoop<IntOrder::kBig>(in, scale, reinterpret_cast<int32_t*>(out.data()));
+}
+
+#else  // not x86: HasAvx512() is false and these are never called.
+
+QuantizeOutcome QuantizeAvx512(std::span<const float> in, double scale, std::span<int32_t> out) {
+  return QuantizeScalar(in, scale, out);
+}
+
+QuantizeOutcome QuantizeToWireAvx512(std::span<const float> in, double scale,
+                                     std::span<uint8_t> out) {
+  return QuantizeToWireScalar(in, scale, out);
+}
+
+#endif
+
+}  // namespace atp
