@@ -27,19 +27,8 @@
 #include "atp/quantize.h"
 
 #if defined(__x86_64__) || defined(__i386__)
-// GCC 12's AVX-512 intrinsics start their results from _mm*_undefined_*(),
-// which -Wmaybe-uninitialized reports wherever they are inlined (GCC bug
-// 105593, fixed in GCC 13): a false positive in the system header, silenced
-// for this file only (clang has no such warning).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
+#include "lib/quantize/avx512_kernel.h"
 #include "lib/quantize/dequantize_reciprocal.h"
-
-// avx512bw for vpshufb on 512 bits (the byte swap of the wire form).
-#define ATP_TARGET_AVX512 __attribute__((target("avx512f,avx512bw")))
 #endif
 
 namespace atp {
@@ -59,12 +48,7 @@ using reciprocal::ExponentCheck;
 template <IntOrder kOrder>
 ATP_TARGET_AVX512 inline __m512i Load16(const int32_t* src) {
   const __m512i q = _mm512_loadu_si512(src);
-  if constexpr (kOrder == IntOrder::kBig) {
-    // Reverses the bytes of each 32-bit lane (vpshufb works per 128 bits).
-    const __m512i swap =
-        _mm512_broadcast_i32x4(_mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12));
-    return _mm512_shuffle_epi8(q, swap);
-  }
+  if constexpr (kOrder == IntOrder::kBig) return quantize_internal::SwapBytes32(q);
   return q;
 }
 

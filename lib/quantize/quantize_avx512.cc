@@ -15,9 +15,8 @@
 // kernels are bound by memory (an earlier 16-lane trial measured no gain at
 // 64 MiB); the fragment-sized calls are where this one pays.
 //
-// Compiled without -mavx512*: each function carries a target attribute; the
-// dispatchers in quantize.cc call these only when MaxCpuIsa() allows it.
-// Shorter than one block, the AVX2 kernel does it.
+// Compiled without -mavx512* (avx512_kernel.h). Shorter than one block, the
+// AVX2 kernel does it.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -27,15 +26,7 @@
 #include "atp/quantize.h"
 
 #if defined(__x86_64__) || defined(__i386__)
-// GCC 12's AVX-512 intrinsics start their results from _mm*_undefined_*()
-// (GCC bug 105593): see dequantize_avx512.cc.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
-// avx512bw for vpshufb on 512 bits (the byte swap of the wire form).
-#define ATP_TARGET_AVX512 __attribute__((target("avx512f,avx512bw")))
+#include "lib/quantize/avx512_kernel.h"
 #endif
 
 namespace atp {
@@ -63,12 +54,7 @@ ATP_TARGET_AVX512 inline __m256i Quantize8(__m256 x, __m512d scale) {
 
 template <IntOrder kOrder>
 ATP_TARGET_AVX512 inline __m512i ToOrder(__m512i q) {
-  if constexpr (kOrder == IntOrder::kBig) {
-    // Reverses the bytes of each 32-bit lane (vpshufb works per 128 bits).
-    const __m512i swap =
-        _mm512_broadcast_i32x4(_mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12));
-    return _mm512_shuffle_epi8(q, swap);
-  }
+  if constexpr (kOrder == IntOrder::kBig) return quantize_internal::SwapBytes32(q);
   return q;
 }
 
