@@ -427,6 +427,13 @@ class Parser {
         return ctx_.ErrorAt(prefix, absl::StrCat(field, ".prefix: '", text,
                                                  "' has bits set beyond its length"));
       }
+      // Frames to a group go by `multicast:` only: a route inside
+      // 224.0.0.0/4 would never be used.
+      if (route.length >= 4 && IsMulticastGroup(route.prefix)) {
+        return ctx_.ErrorAt(prefix, absl::StrCat(field, ".prefix: '", text,
+                                                 "' is multicast (224.0.0.0/4): groups are "
+                                                 "forwarded by multicast:, never by routes"));
+      }
       for (const RouteConfig& other : config_.routes) {
         if (other.prefix == route.prefix && other.length == route.length) {
           return ctx_.ErrorAt(prefix, absl::StrCat(field, ".prefix: '", text,

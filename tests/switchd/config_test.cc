@@ -345,6 +345,11 @@ TEST(SwitchdConfigTest, RoutePrefixSyntax) {
   EXPECT_EQ(ErrorOf(Minimal("routes:\n  - {prefix: 10.1.0.0/24, port: a}\n"
                             "  - {prefix: 10.1.0.0/24, port: a}\n")),
             At(7) + "routes[1].prefix: '10.1.0.0/24' is already routed (line 6)");
+  // Groups go by multicast: only; a default route covering them is fine.
+  EXPECT_EQ(ErrorOf(Minimal("routes:\n  - {prefix: 239.1.0.0/16, port: a}\n")),
+            At(6) + "routes[0].prefix: '239.1.0.0/16' is multicast (224.0.0.0/4): groups are "
+                    "forwarded by multicast:, never by routes");
+  EXPECT_TRUE(ParseSwitchdConfig(Minimal("routes:\n  - {prefix: 0.0.0.0/0, port: a}\n"), kPath).ok());
 }
 
 TEST(SwitchdConfigTest, RouteToUnknownPort) {
