@@ -7,7 +7,7 @@
 //
 // Why a cap: on Skylake-SP and Cascade Lake, 512-bit floating-point work
 // lowers the core's clock for a while after it, which can cost the rest of a
-// training step more than the dequantizer gains; where that shows, cap the
+// training step more than the quantize kernels gain; where that shows, cap the
 // process at avx2. Values: scalar, avx2, avx512 (case-sensitive); a cap above
 // what the CPU has changes nothing; an unknown value is ignored with one
 // message on stderr. Read once, at the first kernel choice.
