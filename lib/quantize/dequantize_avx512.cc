@@ -1,13 +1,12 @@
 // AVX-512 dequantizer, bit-identical to the scalar one in quantize.cc.
 //
-// Why a third kernel for dequantize only: a worker dequantizes every
-// parameter packet it receives, 62 values at a time, and the AVX2 kernel's
-// 8-lane blocks (with the reciprocal check of dequantize_reciprocal.h done
-// in two 4-lane halves) were about a quarter of the instructions the worker
-// spends per packet (bench/RESULTS.md, "Dequantize in 16 lanes"). Here
-// a block is 16 lanes and the check is one mask compare per 8 doubles, so a
-// fragment is 4 blocks (the last overlapping) instead of 8. Quantize stays
-// AVX2-only (quantize_avx2.cc says why).
+// Why a third kernel: a worker dequantizes every parameter packet it
+// receives, 62 values at a time, and the AVX2 kernel's 8-lane blocks (with
+// the reciprocal check of dequantize_reciprocal.h done in two 4-lane halves)
+// were about a quarter of the instructions the worker spends per packet
+// (bench/RESULTS.md, "Dequantize in 16 lanes"). Here a block is 16 lanes and
+// the check is one test per 8 doubles, so a fragment is 4 blocks (the last
+// overlapping) instead of 8. The quantizer has its own (quantize_avx512.cc).
 //
 // Measured only on the Ice Lake-class Xeon VM these sessions run on. On
 // Skylake-SP and Cascade Lake, 512-bit floating-point multiplies lower the
@@ -15,10 +14,9 @@
 // thread's work more than the 16 lanes save: ATP_MAX_CPU_ISA=avx2
 // (atp/cpu_isa.h) keeps a process off this kernel.
 //
-// Compiled without -mavx512*: each function carries a target attribute; the
-// dispatchers in quantize.cc call these only when MaxCpuIsa() allows it. The
-// integer side is 4-byte granular memory (a frame's payload for the wire
-// form): every access is an unaligned load.
+// Compiled without -mavx512* (avx512_kernel.h). The integer side is 4-byte
+// granular memory (a frame's payload for the wire form): every access is an
+// unaligned load.
 #include <bit>
 #include <cstddef>
 #include <cstdint>
