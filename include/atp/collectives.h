@@ -93,10 +93,12 @@ struct RingAllreduceOptions {
 // differ from rank 0's in chunk_bytes ..."), with `data` untouched, and the context
 // stays usable for the next call. Zero values on every rank is a
 // valid call (OK, nothing to do); zero beside a non-zero length is refused.
-// A rank whose own options are invalid returns why, and still sends the
-// others its message, marked invalid, so that they return InvalidArgument
-// ("rank 2's options are invalid ...") at once; only an invalid tag leaves
-// them to their timeout (it does not address their call).
+// A rank whose own options are invalid returns why (InvalidArgument), and
+// still exchanges its message, marked invalid, with the others, so that they
+// return InvalidArgument ("rank 2's options are invalid ...") at once; only
+// an invalid tag leaves them to their timeout (it does not address their
+// call). If the others never come, its own wait ends at its timeout with
+// that failure's code instead, why in the message.
 // Errors: InvalidArgument for bad options or lengths that differ;
 // Unavailable when the transport fails or the timeout passes, Aborted when a
 // wait was aborted (the context is then unusable: gloo closes every pair of

@@ -199,11 +199,14 @@ absl::Status EveryRankAgrees(gloo::Context& context, size_t count,
 }
 
 // TellOthersInvalid: this rank's options failed validation (`why`): it still
-// sends the others a Shape, marked invalid, on the call's count slot, so
-// that they return InvalidArgument now rather than Unavailable at their
-// timeout; returns `why`. Only a usable tag addresses the others' call (an
-// invalid one leaves them to their timeout); an invalid timeout is replaced
-// by the default.
+// exchanges a Shape, marked invalid, with the others on the call's count
+// slot (waiting for theirs as a valid call would), so that they return
+// InvalidArgument now rather than Unavailable at their timeout; returns
+// `why`. Only a usable tag addresses the others' call (an invalid one leaves
+// them to their timeout); an invalid timeout is replaced by the default.
+// When the exchange itself fails (the others never came: the context is
+// then closed, as after any timeout), that failure's code is returned, with
+// `why` in its message: InvalidArgument would promise a usable context.
 absl::Status TellOthersInvalid(gloo::Context& context, size_t count,
                                const RingAllreduceOptions& options, absl::Status why) {
   if (context.size == 1 || options.tag >= (uint32_t{1} << 24)) return why;
@@ -211,11 +214,15 @@ absl::Status TellOthersInvalid(gloo::Context& context, size_t count,
   if (usable.timeout <= absl::ZeroDuration()) usable.timeout = RingAllreduceOptions{}.timeout;
   Shape shape = ShapeOf(count, options);
   shape.invalid = 1;
+  absl::Status told;
   try {
-    (void)ExchangeShapes(context, shape, usable);  // best effort: `why` is the answer
-  } catch (const std::exception&) {
+    told = ExchangeShapes(context, shape, usable).status();
+  } catch (const std::exception& e) {
+    told = GlooError("RingAllreduce", e);
   }
-  return why;
+  if (told.ok()) return why;
+  return absl::Status(told.code(), absl::StrCat(why.message(), "; telling the other ranks failed: ",
+                                                told.message()));
 }
 
 struct Step {

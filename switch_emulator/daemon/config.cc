@@ -46,7 +46,6 @@ bool ValidName(absl::string_view name) {
   });
 }
 
-// ValidPci: "DDDD:BB:DD.F" (domain, bus, device, function in hex).
 // SameSocketFile: whether two memif socket paths name one file: compared
 // made absolute and lexically normal, with symbolic links of the parts that
 // exist resolved ("/tmp/a.sock", "/tmp/./a.sock" and "a.sock" from /tmp are
@@ -63,6 +62,7 @@ bool SameSocketFile(const std::string& a, const std::string& b) {
   return canonical(a) == canonical(b);
 }
 
+// ValidPci: "DDDD:BB:DD.F" (domain, bus, device, function in hex).
 bool ValidPci(absl::string_view pci) {
   if (pci.size() != 12) return false;
   for (size_t i = 0; i < pci.size(); ++i) {
@@ -87,8 +87,11 @@ class Parser {
     try {
       // Every document, to refuse a second one rather than ignore it.
       std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-      if (documents.size() > 1) {
-        return ctx_.Error(documents[1].Mark().line < 0 ? 1 : documents[1].Mark().line + 1,
+      // Empty documents (a trailing '---') say nothing; a second one with
+      // content would be ignored.
+      for (size_t d = 1; d < documents.size(); ++d) {
+        if (documents[d].IsNull()) continue;
+        return ctx_.Error(documents[d].Mark().line < 0 ? 1 : documents[d].Mark().line + 1,
                           "YAML: a second document ('---'): a configuration is one document");
       }
       if (!documents.empty()) root = documents[0];

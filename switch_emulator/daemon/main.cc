@@ -273,8 +273,15 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "atp-switchd: %s\n", std::string(daemon.status().message()).c_str());
     return kOpenFailedExit;
   }
-  // The metrics listener before the datapath starts: a port in use or an
-  // address that is not this host's fails the start, not a running switch.
+  if (absl::Status s = (*daemon)->Start(); !s.ok()) {
+    std::fprintf(stderr, "atp-switchd: %s\n", std::string(s.message()).c_str());
+    return kOpenFailedExit;
+  }
+  // The metrics listener before the switch says it runs: a port in use or
+  // an address that is not this host's fails the start (exit 1), not a
+  // switch that said "running". After Start: a scrape reads the running
+  // daemon's snapshot (before it, Stats() collects on the caller's thread,
+  // which would race the datapath's first steps).
   std::unique_ptr<MetricsServer> metrics_server;
   if (metrics.port != -1) {
     SwitchDaemon* running = daemon->get();
@@ -287,10 +294,6 @@ int Main(int argc, char** argv) {
     metrics_server = *std::move(started);
     internal::Logger().info("{}: metrics on http://{}:{}/metrics", config->name, metrics.address,
                             metrics_server->port());
-  }
-  if (absl::Status s = (*daemon)->Start(); !s.ok()) {
-    std::fprintf(stderr, "atp-switchd: %s\n", std::string(s.message()).c_str());
-    return kOpenFailedExit;
   }
   internal::Logger().info("{}: running, {} port(s), {} route(s), {} group(s), {} job(s)",
                           config->name, config->ports.size(), config->routes.size(),

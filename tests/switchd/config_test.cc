@@ -245,6 +245,8 @@ TEST(SwitchdConfigTest, BadAddresses) {
 TEST(SwitchdConfigTest, ASecondDocumentIsRefused) {
   EXPECT_EQ(ErrorOf(Minimal("---\nname: t\n")),
             At(6) + "YAML: a second document ('---'): a configuration is one document");
+  // An empty one (a trailing '---') says nothing: accepted.
+  EXPECT_TRUE(ParseSwitchdConfig(Minimal("---\n"), kPath).ok());
 }
 
 // Two ports on one resource would fail to open at start (or share it

@@ -368,5 +368,22 @@ TEST(RingAllreduceCountTest, ARankWithInvalidOptionsFailsEveryRankAtOnce) {
   RunAndCheck(group, 100, RingAllreduceOptions{});
 }
 
+// The invalid rank's message needs the others in a call: when they never
+// come, its wait ends at its timeout with that failure's code (the context
+// is then closed, which InvalidArgument would deny), and why it was invalid
+// still in the message.
+TEST(RingAllreduceCountTest, AnInvalidRankAloneReturnsItsWaitsFailureSayingWhy) {
+  RankGroup group(2);
+  std::vector<float> data(100, 1.0f);
+  const absl::Status status = RingAllreduce(
+      group.context(1), data,
+      RingAllreduceOptions{.chunk_bytes = 3, .timeout = absl::Milliseconds(300)});
+  EXPECT_NE(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("chunk_bytes"), absl::string_view::npos) << status;
+  EXPECT_NE(status.message().find("telling the other ranks failed"), absl::string_view::npos)
+      << status;
+}
+
 }  // namespace
 }  // namespace atp::collectives
