@@ -7,7 +7,6 @@ namespace atp::ps {
 RunTracker::RunTracker(int workers, uint32_t served_queues) : queues_(served_queues) {
   for (QueueState& q : queues_) {
     q.synced.assign(static_cast<size_t>(workers), 0);
-    q.synced_joins.assign(static_cast<size_t>(workers), protocol::JoinBody{});
     q.joins.assign(static_cast<size_t>(workers), Join{});
   }
 }
@@ -30,15 +29,11 @@ std::optional<RebuildDecision> RunTracker::OnJoin(uint32_t queue_index, int work
   }
   // Everyone joined: decide, and start over.
   for (Join& j : q.joins) j.fresh = false;
-  // Mixed incarnations: a worker restarted alone, which nothing can rebuild,
-  // unless the last decision was a new run's that has not moved since (the
-  // header says why that one is redone).
-  const bool redo_new_run = !all_new && !all_synced && NewRunUnmoved(q);
-  if (!all_new && !all_synced && !redo_new_run) return std::nullopt;
+  if (!all_new && !all_synced) return std::nullopt;
   RebuildDecision decision;
-  decision.mode = all_synced                     ? RebuildMode::kResync
-                  : q.any_synced || redo_new_run ? RebuildMode::kNewRun
-                                                 : RebuildMode::kFreshPs;
+  decision.mode = all_synced     ? RebuildMode::kResync
+                  : q.any_synced ? RebuildMode::kNewRun
+                                 : RebuildMode::kFreshPs;
   decision.lowest = q.joins[0].body.lowest_unacked;
   decision.highest = decision.lowest;
   decision.joins.reserve(q.joins.size());
@@ -48,24 +43,9 @@ std::optional<RebuildDecision> RunTracker::OnJoin(uint32_t queue_index, int work
     decision.highest = std::max(decision.highest, body.lowest_unacked);
     decision.joins.push_back(body);
     q.synced[w] = q.joins[w].incarnation;
-    q.synced_joins[w] = body;
   }
   q.any_synced = true;
-  q.last_mode = decision.mode;
   return decision;
-}
-
-bool RunTracker::NewRunUnmoved(const QueueState& q) {
-  if (!q.any_synced || q.last_mode != RebuildMode::kNewRun) return false;
-  for (size_t w = 0; w < q.joins.size(); ++w) {
-    const protocol::JoinBody& now = q.joins[w].body;
-    const protocol::JoinBody& then = q.synced_joins[w];
-    if (q.joins[w].incarnation == q.synced[w] &&
-        (now.lowest_unacked != then.lowest_unacked || now.acked_end != then.acked_end)) {
-      return false;
-    }
-  }
-  return true;
 }
 
 bool RunTracker::Joined(uint32_t queue_index, int worker, uint64_t incarnation) const {

@@ -19,20 +19,13 @@
 // and the job stalls. A join decides only while it is at most kJoinLifetime
 // old: the join of a worker that restarted alone and died since must not
 // make a new run's decision with the new run's other workers (the living
-// answer the PS's join requests within a round trip). One exception, for
-// when such a join was young enough and a new run's decision took it: after
-// a kNewRun whose run has not moved since (every worker still of the
-// decided incarnation joins with the lowest unacknowledged position and the
-// end of its results it was decided with), a worker of
-// another incarnation makes a new kNewRun with it. Nothing completed since
-// the reset (no worker's stream moved), so resetting again loses nothing,
-// and the run the PS serves becomes the one whose workers are alive.
+// answer the PS's join requests within a round trip).
 //
 //   RunTracker tracker(/*workers=*/4, /*served_queues=*/16);
 //   if (auto d = tracker.OnJoin(q, worker, incarnation, join, now)) Rebuild(*d);
 //
-// Memory: two joins (192 bytes each: the latest and the one decided with) per
-// worker and served queue, allocated at construction.
+// Memory: one join (192 bytes) per worker and served queue, allocated
+// at construction.
 #ifndef ATP_LIB_PS_RUN_TRACKER_H_
 #define ATP_LIB_PS_RUN_TRACKER_H_
 
@@ -105,16 +98,10 @@ class RunTracker {
     TimePoint at;        // when
   };
   struct QueueState {
-    std::vector<uint64_t> synced;          // per worker: 0 = none
-    std::vector<protocol::JoinBody> synced_joins;  // per worker: the join decided with
-    std::vector<Join> joins;               // per worker
+    std::vector<uint64_t> synced;  // per worker: 0 = none
+    std::vector<Join> joins;       // per worker
     bool any_synced = false;
-    RebuildMode last_mode = RebuildMode::kFreshPs;  // of the last decision
   };
-  // NewRunUnmoved: q's last decision was a kNewRun, and every worker whose
-  // latest join is of the incarnation decided with still stands where it did
-  // (lowest_unacked and acked_end).
-  static bool NewRunUnmoved(const QueueState& q);
   std::vector<QueueState> queues_;
 };
 

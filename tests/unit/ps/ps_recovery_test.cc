@@ -93,52 +93,6 @@ TEST(RunTrackerTest, AJoinOlderThanItsLifetimeDecidesNothing) {
   EXPECT_EQ(d->mode, RebuildMode::kFreshPs);
 }
 
-// A new run's decision took the join of a worker that restarted alone and
-// died since (young enough to count): the new run's own worker for that
-// index joins next. Nothing moved since the decision, so it is redone as a
-// kNewRun with the living workers; once the run moved, a lone restart is
-// again left unsynchronized.
-TEST(RunTrackerTest, ANewRunDecidedWithADeadWorkersJoinIsRedoneWhileUnmoved) {
-  RunTracker tracker(/*workers=*/2, /*served_queues=*/1);
-  TimePoint t = TimePoint::FromNanoseconds(1'000'000);
-  const TimeDelta step = TimeDelta::FromMilliseconds(100);
-  // Run 1 (incarnations 11, 12) decided.
-  EXPECT_FALSE(tracker.OnJoin(0, 0, 11, Join(0), t).has_value());
-  ASSERT_TRUE(tracker.OnJoin(0, 1, 12, Join(0), t).has_value());
-  // Worker 1 restarts alone (13) and dies; worker 0 of a new run (21)
-  // joins within the lifetime of 13's join: decided with 13.
-  EXPECT_FALSE(tracker.OnJoin(0, 1, 13, Join(0), t += step).has_value());
-  std::optional<RebuildDecision> d = tracker.OnJoin(0, 0, 21, Join(0), t += step);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
-  // The new run's worker 1 (22) joins: the run is unsynchronized...
-  EXPECT_FALSE(tracker.OnJoin(0, 1, 22, Join(0), t += step).has_value());
-  EXPECT_TRUE(tracker.Unsynchronized(0));
-  // ... until worker 0, still at 0 with nothing acknowledged, answers the
-  // PS's join request: redone with the living run.
-  d = tracker.OnJoin(0, 0, 21, Join(0), t += step);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
-  EXPECT_FALSE(tracker.Unsynchronized(0));
-  EXPECT_TRUE(tracker.SynchronizedWith(0, 1, 22));
-
-  // The run moves (worker 0 at 5): a lone restart of worker 1 now decides
-  // nothing, as before.
-  t += step;
-  EXPECT_FALSE(tracker.OnJoin(0, 1, 23, Join(0), t).has_value());
-  EXPECT_FALSE(tracker.OnJoin(0, 0, 21, Join(5), t).has_value());
-  EXPECT_TRUE(tracker.Unsynchronized(0));
-  // Nor does a worker at its decided position that has results beyond it.
-  RunTracker other(/*workers=*/2, /*served_queues=*/1);
-  EXPECT_FALSE(other.OnJoin(0, 0, 31, Join(0), t).has_value());
-  ASSERT_TRUE(other.OnJoin(0, 1, 32, Join(0), t).has_value());  // kFreshPs
-  EXPECT_FALSE(other.OnJoin(0, 0, 41, Join(0), t).has_value());
-  ASSERT_TRUE(other.OnJoin(0, 1, 42, Join(0), t).has_value());  // kNewRun
-  EXPECT_FALSE(other.OnJoin(0, 1, 43, Join(0), t).has_value());
-  EXPECT_FALSE(other.OnJoin(0, 0, 41, Join(0, {3}), t).has_value());
-  EXPECT_TRUE(other.Unsynchronized(0));
-}
-
 TEST(RecoveryPlanTest, AsksTheWorkerFurthestAheadForWhatOnlySomeHave) {
   // Worker 1 has 10..12 in order and 15; worker 2 has 11 and 15 out of order.
   const RecoveryPlan plan =
