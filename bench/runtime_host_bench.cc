@@ -19,12 +19,15 @@
 //
 //   build/bench/runtime_host_bench --benchmark_min_time=1
 //
+// Inputs are gradient-like unless the name says Wide (Inputs below).
+//
 // Every benchmark checks its last result against dequantize(quantize(x)) (the
 // PS's: the last parameter packet, addressed to the group, with the last
 // gradient's sum).
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "atp/quantize.h"
@@ -34,10 +37,10 @@
 #include "lib/host/op_state.h"
 #include "lib/host/ps_io_loop.h"
 #include "lib/host/ps_shard.h"
-#include "lib/wire/control_message.h"
-#include "testbed/reflector_queue.h"
 #include "lib/host/worker_config.h"
 #include "lib/host/worker_io_loop.h"
+#include "lib/wire/control_message.h"
+#include "testbed/reflector_queue.h"
 
 namespace atp::host {
 namespace {
@@ -46,12 +49,39 @@ constexpr double k100GbEFramesPerSecond = 37.9e6;
 constexpr size_t kFragments = 1 << 15;  // per benchmark iteration
 constexpr size_t kValues = kFragments * wire::kValuesPerFragment;
 
+// Inputs: what the tensor holds. The quantizer and dequantizer take a
+// single-precision path where products and sums stay small (quantize_avx512.cc,
+// dequantize_avx512.cc), so the values matter:
+//   kGradients: gradient-like, normal with sigma 1e-2 (as quantize_bench's),
+//     every block on the single-precision paths at the default scale;
+//   kWide: uniform in [-1, 1), nearly every block on the double-precision
+//     paths (what these benchmarks used before those paths existed).
+enum class Inputs { kGradients, kWide };
+
+// InputValues: kValues of them, made once per process (BM_Push builds a
+// Bench per iteration); a fixed seed.
+const std::vector<float>& InputValues(Inputs inputs) {
+  static const std::vector<float> gradients = [] {
+    std::mt19937_64 rng(0x47524144);
+    std::normal_distribution<float> gradient(0.0f, 1e-2f);
+    std::vector<float> v(kValues);
+    for (float& x : v) x = gradient(rng);
+    return v;
+  }();
+  static const std::vector<float> wide = [] {
+    std::vector<float> v(kValues);
+    for (size_t i = 0; i < kValues; ++i) v[i] = static_cast<float>(i % 2001) * 1e-3f - 1.0f;
+    return v;
+  }();
+  return inputs == Inputs::kGradients ? gradients : wide;
+}
+
 struct Bench {
   // join_at_start: the loop's first frame is its kJoin, as the Worker's is
   // (BM_PsMulticast* hands it to the PS); the worker benchmarks leave it out.
   Bench(testbed::ReflectorQueue::Mode mode, uint32_t slots, uint32_t window,
         transport::TxSegmentation tx_segmentation = transport::TxSegmentation::kSoftware,
-        bool join_at_start = false)
+        bool join_at_start = false, Inputs inputs = Inputs::kGradients)
       : queue(0, mode, /*capacity=*/kFragments + 1024, tx_segmentation) {
     WorkerOptions o;
     o.job.job_id = 1;
@@ -71,8 +101,7 @@ struct Bench {
     config.max_burst = 32;
     config.join_at_start = join_at_start;
     loop = *WorkerIoLoop::Create(config, ToWorkerQueueConfig(o, 0), queue);
-    input.resize(kValues);
-    for (size_t i = 0; i < kValues; ++i) input[i] = static_cast<float>(i % 2001) * 1e-3f - 1.0f;
+    input = InputValues(inputs);
     output.resize(kValues);
   }
 
@@ -136,12 +165,13 @@ BENCHMARK(BM_RoundTrip)->Arg(256)->Arg(4096)->Unit(benchmark::kMillisecond);
 // Push: only the sending half. The transport drops what it is given (no
 // copy), so only the host stack's cost remains; each iteration uses a fresh
 // loop (built untimed) whose window covers the whole tensor.
-void PushWith(benchmark::State& state, transport::TxSegmentation tx_segmentation) {
+void PushWith(benchmark::State& state, transport::TxSegmentation tx_segmentation,
+              Inputs inputs = Inputs::kGradients) {
   bool verified = true;
   for (auto _ : state) {
     state.PauseTiming();
     auto b = std::make_unique<Bench>(testbed::ReflectorQueue::Mode::kDiscard, 1 << 16, 1 << 16,
-                                     tx_segmentation);
+                                     tx_segmentation, /*join_at_start=*/false, inputs);
     auto op = b->Submit();
     state.ResumeTiming();
     b->StepUntil([&] { return b->queue.discarded() == kFragments; });
@@ -170,6 +200,12 @@ void BM_PushOffload(benchmark::State& state) {
 }
 BENCHMARK(BM_PushOffload)->Unit(benchmark::kMillisecond);
 
+// PushOffloadWide: BM_PushOffload with Inputs::kWide.
+void BM_PushOffloadWide(benchmark::State& state) {
+  PushWith(state, transport::TxSegmentation::kKernelGso, Inputs::kWide);
+}
+BENCHMARK(BM_PushOffloadWide)->Unit(benchmark::kMillisecond);
+
 // Pull: only the receiving half (everything is sent first, untimed).
 void BM_Pull(benchmark::State& state) {
   Bench b(testbed::ReflectorQueue::Mode::kHold, 1 << 16, 1 << 16);
@@ -194,9 +230,10 @@ BENCHMARK(BM_Pull)->Unit(benchmark::kMillisecond);
 // Received) far outside the cache, a cost a job of the default size does
 // not have. With W = 256 the benchmark's own pause and resume per operation
 // (two CPU-clock reads each) add a few percent.
-void BM_PullWindow(benchmark::State& state) {
+void PullWindowWith(benchmark::State& state, Inputs inputs) {
   const auto window = static_cast<uint32_t>(state.range(0));
-  Bench b(testbed::ReflectorQueue::Mode::kHold, window, window);
+  Bench b(testbed::ReflectorQueue::Mode::kHold, window, window,
+          transport::TxSegmentation::kSoftware, /*join_at_start=*/false, inputs);
   const size_t values = size_t{window} * wire::kValuesPerFragment;
   for (auto _ : state) {
     for (size_t first = 0; first < kValues; first += values) {
@@ -210,7 +247,12 @@ void BM_PullWindow(benchmark::State& state) {
   }
   Report(state, b.Verify());
 }
+void BM_PullWindow(benchmark::State& state) { PullWindowWith(state, Inputs::kGradients); }
 BENCHMARK(BM_PullWindow)->Arg(256)->Arg(4096)->Unit(benchmark::kMillisecond);
+
+// PullWindowWide/W: BM_PullWindow with Inputs::kWide.
+void BM_PullWindowWide(benchmark::State& state) { PullWindowWith(state, Inputs::kWide); }
+BENCHMARK(BM_PullWindowWide)->Arg(256)->Unit(benchmark::kMillisecond);
 
 // PsMulticastWith: the PS host's cost per parameter packet: a worker's real
 // gradient frames (made once, untimed, by a WorkerIoLoop into a holding
@@ -226,7 +268,8 @@ void PsMulticastWith(benchmark::State& state, transport::TxSegmentation tx_segme
   auto op = worker.Submit();
   worker.StepUntil([&] { return worker.queue.held().size() == kFragments + 1; });  // and the join
   std::vector<testbed::ReflectorQueue::Frame> gradients;
-  std::vector<testbed::ReflectorQueue::Frame> controls;  // the worker's kJoin (it declares no operations)
+  std::vector<testbed::ReflectorQueue::Frame>
+      controls;  // the worker's kJoin (it declares no operations)
   for (const testbed::ReflectorQueue::Frame& f : worker.queue.held()) {
     wire::FrameFields fields;
     if (wire::DecodeFrame(f, wire::kDefaultBasePort, &fields, nullptr) == wire::DecodeError::kOk) {
@@ -282,14 +325,14 @@ void PsMulticastWith(benchmark::State& state, transport::TxSegmentation tx_segme
     wire::FrameFields fields;
     wire::Payload payload;
     wire::Payload gradient;
-    verified &= wire::DecodeFrame(queue.last_discarded(), wire::kDefaultBasePort, &fields,
-                                  &payload) == wire::DecodeError::kOk &&
-                wire::DecodeFrame(gradients.back(), wire::kDefaultBasePort, nullptr, &gradient) ==
-                    wire::DecodeError::kOk &&
-                fields.header.ack && fields.dst_ip == group_ip && payload == gradient &&
-                fields.header.position() ==
-                    ((first_position + kFragments - 1) & wire::kPositionMask) &&
-                queue.discarded() == sent;
+    verified &=
+        wire::DecodeFrame(queue.last_discarded(), wire::kDefaultBasePort, &fields, &payload) ==
+            wire::DecodeError::kOk &&
+        wire::DecodeFrame(gradients.back(), wire::kDefaultBasePort, nullptr, &gradient) ==
+            wire::DecodeError::kOk &&
+        fields.header.ack && fields.dst_ip == group_ip && payload == gradient &&
+        fields.header.position() == ((first_position + kFragments - 1) & wire::kPositionMask) &&
+        queue.discarded() == sent;
     first_position = (first_position + kFragments) & wire::kPositionMask;
     state.ResumeTiming();
   }

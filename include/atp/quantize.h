@@ -64,9 +64,13 @@ void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out)
 QuantizeOutcome QuantizeToWire(std::span<const float> in, double scale, std::span<uint8_t> out);
 void DequantizeFromWire(std::span<const uint8_t> in, double scale, std::span<float> out);
 
-// ChosenDequantizeFromWire: the kernel DequantizeFromWire calls (what
-// MaxCpuIsa() allows, fixed for the process), for a caller on the
-// per-packet path that keeps it rather than dispatching per call.
+// ChosenQuantizeToWire / ChosenDequantizeFromWire: the kernels
+// QuantizeToWire and DequantizeFromWire call (what MaxCpuIsa() allows, fixed
+// for the process), for a caller on the per-packet path that keeps them
+// rather than dispatching per call.
+using QuantizeToWireFn = QuantizeOutcome (*)(std::span<const float> in, double scale,
+                                             std::span<uint8_t> out);
+QuantizeToWireFn ChosenQuantizeToWire();
 using DequantizeFromWireFn = void (*)(std::span<const uint8_t> in, double scale,
                                       std::span<float> out);
 DequantizeFromWireFn ChosenDequantizeFromWire();

@@ -20,9 +20,11 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "atp/quantize.h"
+#include "lib/quantize/fragment_dequantizer.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include "lib/quantize/avx512_kernel.h"
@@ -124,7 +126,97 @@ ATP_TARGET_AVX512 void DequantizeLoop(const int32_t* src, size_t n, double scale
                                                       by_multiply ? &inverse8 : nullptr, dst);
 }
 
+// Dequantize in single precision, exactly, where the ints are small and the
+// scale is a float (the default 1e8 is): 16 lanes per vector and no
+// conversions between widths, about half the vector operations of the
+// double-precision path above. The definition is f = float(double(q) / s).
+//
+// 1. One rounding suffices. Let |q| <= 2^24 (an exact float) and s a float,
+//    x = q / s. If x is not a float midpoint, its distance to the nearest
+//    midpoint m = M * 2^e (M a 25-bit odd integer) is |q - m * s| / s, and
+//    m * s = M * S * 2^(e + f) (s = S * 2^f, S a 24-bit integer): a nonzero
+//    multiple of min(1, 2^(e + f)), so relative to x at least 2^-49. The
+//    double division moves x by at most 2^-53 relative: never onto or across
+//    a midpoint. If x is a midpoint, the double division is exact. Either
+//    way f = RN_float(x), the correctly rounded single-precision quotient.
+// 2. RN_float(q / s) with FMAs (Markstein's theorem: if y = RN(1 / s) and
+//    q1 is a faithful approximation of x, then RN(q1 + (q - s * q1) * y) =
+//    RN(x), the remainder being exact): q0 = RN(q * y) is within about 2
+//    ulps of x; one correction q1 = RN(q0 + RN(q - s * q0) * y) is within
+//    half an ulp plus 2^-45 relative, so faithful; a second correction is
+//    RN(x).
+// Preconditions (FragmentDequantizer's constructor and this kernel's
+// caller): s a float in [2^-24, 2^64], so every step is far from overflow
+// and from denormals; y = RN(1 / s) exactly; the thread rounds to nearest
+// (the products and sums above are RN). Tested exhaustively at the default
+// scale (every |q| <= 2^24) and on random ints at others
+// (FragmentDequantizerTest).
+struct FloatQuotient {
+  __m512 scale;       // s
+  __m512 reciprocal;  // RN(1 / s)
+};
+
+// DequantizeSmall16: dst[0, 16) from q by the single-precision argument
+// when every lane has |q| <= 2^24; false (nothing written) otherwise.
+ATP_TARGET_AVX512 inline bool DequantizeSmall16(__m512i q, const FloatQuotient& fq, float* dst) {
+  // |q| <= 2^24 as one unsigned compare: q + 2^24 <= 2^25.
+  const __mmask16 small = _mm512_cmple_epu32_mask(_mm512_add_epi32(q, _mm512_set1_epi32(1 << 24)),
+                                                  _mm512_set1_epi32(1 << 25));
+  if (small != 0xFFFF) return false;
+  const __m512 a = _mm512_cvtepi32_ps(q);  // exact
+  const __m512 q0 = _mm512_mul_ps(a, fq.reciprocal);
+  const __m512 q1 = _mm512_fmadd_ps(_mm512_fnmadd_ps(fq.scale, q0, a), fq.reciprocal, q0);
+  const __m512 q2 = _mm512_fmadd_ps(_mm512_fnmadd_ps(fq.scale, q1, a), fq.reciprocal, q1);
+  _mm512_storeu_ps(dst, q2);
+  return true;
+}
+
+// KeepAndDequantize62: a whole fragment in four blocks (values 0, 16, 32,
+// then 46..61 overlapping the third), each block's wire bytes stored to
+// `keep` from the load that converts them: together all 248 bytes. A block
+// goes the single-precision way when `small` allows and its ints are small,
+// else the double-precision one.
+template <ExponentCheck kCheck>
+ATP_TARGET_AVX512 inline void KeepAndDequantize62(const uint8_t* payload, __m512d scale,
+                                                  const __m512d* inverse,
+                                                  const FloatQuotient* small, float* out,
+                                                  uint8_t* keep) {
+  static_assert(FragmentDequantizer::kValues == 62);
+  // Unrolled: the blocks' dependency chains (five roundings deep on the
+  // single-precision path) overlap instead of running one after another.
+#pragma GCC unroll 4
+  for (const size_t first : {size_t{0}, size_t{16}, size_t{32}, size_t{46}}) {
+    const __m512i wire = _mm512_loadu_si512(payload + first * sizeof(int32_t));
+    _mm512_storeu_si512(keep + first * sizeof(int32_t), wire);
+    const __m512i q = quantize_internal::SwapBytes32(wire);
+    if (small != nullptr && DequantizeSmall16(q, *small, out + first)) continue;
+    Dequantize16<kCheck>(q, scale, inverse, out + first);
+  }
+}
+
 }  // namespace
+
+namespace quantize_internal {
+
+ATP_TARGET_AVX512 void KeepAndDequantizeFragmentAvx512(
+    const uint8_t* payload, const FragmentDequantizer::Constants& constants, float* out,
+    uint8_t* keep) {
+  const __m512d scale8 = _mm512_set1_pd(constants.scale);
+  const __m512d inverse8 = _mm512_set1_pd(constants.inverse);
+  const bool nearest = reciprocal::MxcsrRoundsToNearest();
+  const bool by_multiply = constants.by_multiply && nearest;
+  const FloatQuotient small{.scale = _mm512_set1_ps(constants.float_scale),
+                            .reciprocal = _mm512_set1_ps(constants.float_reciprocal)};
+  const FloatQuotient* const small_ok = constants.float_quotient && nearest ? &small : nullptr;
+  if (by_multiply && constants.exponents_in_range) {
+    return KeepAndDequantize62<ExponentCheck::kNone>(payload, scale8, &inverse8, small_ok, out,
+                                                     keep);
+  }
+  KeepAndDequantize62<ExponentCheck::kPerLane>(payload, scale8, by_multiply ? &inverse8 : nullptr,
+                                               small_ok, out, keep);
+}
+
+}  // namespace quantize_internal
 
 // Shorter than one block: the AVX2 kernel (masked tail) does it.
 ATP_TARGET_AVX512 void DequantizeAvx512(std::span<const int32_t> in, double scale,
@@ -141,6 +233,16 @@ ATP_TARGET_AVX512 void DequantizeFromWireAvx512(std::span<const uint8_t> in, dou
 }
 
 #else  // not x86: HasAvx512() is false and these are never called.
+
+namespace quantize_internal {
+void KeepAndDequantizeFragmentAvx512(const uint8_t* payload,
+                                     const FragmentDequantizer::Constants& constants, float* out,
+                                     uint8_t* keep) {
+  DequantizeFromWireScalar({payload, FragmentDequantizer::kBytes}, constants.scale,
+                           {out, FragmentDequantizer::kValues});
+  std::memcpy(keep, payload, FragmentDequantizer::kBytes);
+}
+}  // namespace quantize_internal
 
 void DequantizeAvx512(std::span<const int32_t> in, double scale, std::span<float> out) {
   DequantizeScalar(in, scale, out);

@@ -152,9 +152,13 @@ void Dequantize(std::span<const int32_t> in, double scale, std::span<float> out)
 }
 
 QuantizeOutcome QuantizeToWire(std::span<const float> in, double scale, std::span<uint8_t> out) {
-  if (MaxCpuIsa() >= CpuIsa::kAvx512) return QuantizeToWireAvx512(in, scale, out);
-  if (MaxCpuIsa() >= CpuIsa::kAvx2) return QuantizeToWireAvx2(in, scale, out);
-  return QuantizeToWireScalar(in, scale, out);
+  return ChosenQuantizeToWire()(in, scale, out);
+}
+
+QuantizeToWireFn ChosenQuantizeToWire() {
+  if (MaxCpuIsa() >= CpuIsa::kAvx512) return &QuantizeToWireAvx512;
+  if (MaxCpuIsa() >= CpuIsa::kAvx2) return &QuantizeToWireAvx2;
+  return &QuantizeToWireScalar;
 }
 
 void DequantizeFromWire(std::span<const uint8_t> in, double scale, std::span<float> out) {

@@ -24,6 +24,7 @@
 #include <span>
 
 #include "atp/quantize.h"
+#include "lib/quantize/fragment_quantizer.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include "lib/quantize/avx512_kernel.h"
@@ -58,11 +59,59 @@ ATP_TARGET_AVX512 inline __m512i ToOrder(__m512i q) {
   return q;
 }
 
+// Small products in single precision, exactly, when the scale is a float
+// (the default 1e8 is): 16 lanes per vector and no conversions between
+// widths, about half the vector operations of steps 1-3. The definition is
+// q = round_half_even(double(x) * s).
+//
+// A float x and a float s have at most 24 significant bits each, so the
+// double product is exact: q = round_half_even(t) with t = x * s. Round t
+// to a float "to odd": toward zero, then, if that was inexact, set the
+// lowest significand bit (the neighbour with an odd significand). Rounding
+// a round-to-odd result to nearest in a precision at least 2 bits coarser
+// gives the same as rounding t itself (the round-to-odd theorem; Boldo and
+// Melquiond, 2008). Where |t| < 2^22 a float has at least 2 bits below the
+// units, so q = round_half_even(RO(t)): one conversion. The remainder
+// x * s - RZ(t) is exact as an FMA (no underflow: x and s are normal or
+// zero, and a tiny t gives q = 0 either way). Any other block (a lane with
+// |RZ(t)| >= 2^22, an infinity or a NaN) takes steps 1-3; a small block
+// cannot saturate, so the bounds (step 4) need no update. The embedded
+// rounding ({rz-sae}, {rn-sae}) makes it independent of MXCSR, as the
+// definition is.
+// QuantizeSmall16: q = the 16 ints of x when every lane qualifies; false
+// otherwise (q unchanged).
+ATP_TARGET_AVX512 inline bool QuantizeSmall16(__m512 x, __m512 scale, __m512i* q) {
+  constexpr int kTowardZero = _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC;
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const __m512 toward_zero = _mm512_mul_round_ps(x, scale, kTowardZero);
+  const __mmask16 small =
+      _mm512_cmp_ps_mask(_mm512_abs_ps(toward_zero), _mm512_set1_ps(0x1p22f), _CMP_LT_OQ);
+  if (small != 0xFFFF) return false;
+  const __m512 remainder =
+      _mm512_fmsub_round_ps(x, scale, toward_zero, kNearest);  // exact
+  const __mmask16 inexact = _mm512_cmp_ps_mask(remainder, _mm512_setzero_ps(), _CMP_NEQ_OQ);
+  const __m512 to_odd = _mm512_castsi512_ps(_mm512_mask_or_epi32(
+      _mm512_castps_si512(toward_zero), inexact, _mm512_castps_si512(toward_zero),
+      _mm512_set1_epi32(1)));
+  *q = _mm512_cvt_roundps_epi32(to_odd, kNearest);
+  return true;
+}
+
+// ScalePath: whether a kernel tries QuantizeSmall16 first.
+enum class ScalePath { kDoubleOnly, kSmallFirst };
+
 // Quantize16: src[0, 16) into dst (kOrder), the running bounds updated
-// (step 4).
-template <IntOrder kOrder>
-ATP_TARGET_AVX512 inline void Quantize16(const float* src, __m512d scale, int32_t* dst,
-                                         __m512i* min_seen, __m512i* max_seen) {
+// (step 4); with kSmallFirst by QuantizeSmall16 where it applies
+// (small_scale: the scale, a float).
+template <IntOrder kOrder, ScalePath kPath>
+ATP_TARGET_AVX512 inline void Quantize16(const float* src, __m512d scale, __m512 small_scale,
+                                         int32_t* dst, __m512i* min_seen, __m512i* max_seen) {
+  if constexpr (kPath == ScalePath::kSmallFirst) {
+    if (__m512i q; QuantizeSmall16(_mm512_loadu_ps(src), small_scale, &q)) {
+      _mm512_storeu_si512(dst, ToOrder<kOrder>(q));
+      return;
+    }
+  }
   const __m256i lo = Quantize8(_mm256_loadu_ps(src), scale);
   const __m256i hi = Quantize8(_mm256_loadu_ps(src + 8), scale);
   const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
@@ -73,13 +122,17 @@ ATP_TARGET_AVX512 inline void Quantize16(const float* src, __m512d scale, int32_
 
 // QuantizeChunk: src[0, n) into dst, n >= 16; the tail is the last 16 values
 // again, overlapping the block before (the same ints and bounds again).
-template <IntOrder kOrder>
+template <IntOrder kOrder, ScalePath kPath>
 ATP_TARGET_AVX512 inline void QuantizeChunk(const float* src, size_t n, __m512d scale,
-                                            int32_t* dst, __m512i* min_seen, __m512i* max_seen) {
+                                            __m512 small_scale, int32_t* dst, __m512i* min_seen,
+                                            __m512i* max_seen) {
   size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) Quantize16<kOrder>(src + i, scale, dst + i, min_seen, max_seen);
+  for (; i + kLanes <= n; i += kLanes) {
+    Quantize16<kOrder, kPath>(src + i, scale, small_scale, dst + i, min_seen, max_seen);
+  }
   if (i < n) {
-    Quantize16<kOrder>(src + n - kLanes, scale, dst + n - kLanes, min_seen, max_seen);
+    Quantize16<kOrder, kPath>(src + n - kLanes, scale, small_scale, dst + n - kLanes, min_seen,
+                              max_seen);
   }
 }
 
@@ -95,11 +148,12 @@ ATP_TARGET_AVX512 void ZeroNanLanes(const float* src, size_t n, int32_t* dst) {
   }
 }
 
-template <IntOrder kOrder>
-ATP_TARGET_AVX512 QuantizeOutcome QuantizeLoop(std::span<const float> in, double scale,
-                                               int32_t* out) {
+template <IntOrder kOrder, ScalePath kPath>
+ATP_TARGET_AVX512 QuantizeOutcome QuantizeLoopWith(std::span<const float> in, double scale,
+                                                   int32_t* out) {
   const size_t n = in.size();
   const __m512d scale8 = _mm512_set1_pd(scale);
+  const __m512 small_scale = _mm512_set1_ps(static_cast<float>(scale));
   __m512i max_seen = _mm512_setzero_si512();
   bool needs_float = false;
   for (size_t start = 0; start < n; start += kChunk) {
@@ -108,8 +162,8 @@ ATP_TARGET_AVX512 QuantizeOutcome QuantizeLoop(std::span<const float> in, double
     const size_t len = std::min(kChunk, n - start);
     const size_t from = len >= kLanes ? start : n - kLanes;
     __m512i min_seen = _mm512_setzero_si512();
-    QuantizeChunk<kOrder>(in.data() + from, start + len - from, scale8, out + from, &min_seen,
-                          &max_seen);
+    QuantizeChunk<kOrder, kPath>(in.data() + from, start + len - from, scale8, small_scale,
+                                 out + from, &min_seen, &max_seen);
     if (_mm512_cmpeq_epi32_mask(min_seen, _mm512_set1_epi32(kMin)) != 0) {
       needs_float = true;
       ZeroNanLanes(in.data() + from, start + len - from, out + from);
@@ -119,7 +173,52 @@ ATP_TARGET_AVX512 QuantizeOutcome QuantizeLoop(std::span<const float> in, double
   return needs_float ? QuantizeOutcome::kNeedsFloat : QuantizeOutcome::kExact;
 }
 
+// QuantizeLoop: with the single-precision path where the scale is a
+// (normal) float.
+template <IntOrder kOrder>
+ATP_TARGET_AVX512 QuantizeOutcome QuantizeLoop(std::span<const float> in, double scale,
+                                               int32_t* out) {
+  const auto float_scale = static_cast<float>(scale);
+  if (double{float_scale} == scale && float_scale >= 0x1p-126f) {
+    return QuantizeLoopWith<kOrder, ScalePath::kSmallFirst>(in, scale, out);
+  }
+  return QuantizeLoopWith<kOrder, ScalePath::kDoubleOnly>(in, scale, out);
+}
+
 }  // namespace
+
+namespace quantize_internal {
+
+// A whole fragment: four blocks (values 0, 16, 32, then 46..61 overlapping
+// the third) by the single-precision path when every one qualifies, else
+// the general loop.
+ATP_TARGET_AVX512 QuantizeOutcome QuantizeFragmentToWireAvx512(const float* in, double scale,
+                                                               float float_scale, uint8_t* out) {
+  static_assert(FragmentQuantizer::kValues == 62);
+  if (float_scale != 0) {
+    const __m512 s = _mm512_set1_ps(float_scale);
+    __m512i q0;
+    __m512i q1;
+    __m512i q2;
+    __m512i q3;
+    // Evaluated all four (no short circuit): one branch for the fragment.
+    const bool small = QuantizeSmall16(_mm512_loadu_ps(in), s, &q0) &
+                       QuantizeSmall16(_mm512_loadu_ps(in + 16), s, &q1) &
+                       QuantizeSmall16(_mm512_loadu_ps(in + 32), s, &q2) &
+                       QuantizeSmall16(_mm512_loadu_ps(in + 46), s, &q3);
+    if (small) {
+      _mm512_storeu_si512(out, SwapBytes32(q0));
+      _mm512_storeu_si512(out + 64, SwapBytes32(q1));
+      _mm512_storeu_si512(out + 128, SwapBytes32(q2));
+      _mm512_storeu_si512(out + 184, SwapBytes32(q3));
+      return QuantizeOutcome::kExact;
+    }
+  }
+  return QuantizeLoop<IntOrder::kBig>({in, FragmentQuantizer::kValues}, scale,
+                                      reinterpret_cast<int32_t*>(out));
+}
+
+}  // namespace quantize_internal
 
 ATP_TARGET_AVX512 QuantizeOutcome QuantizeAvx512(std::span<const float> in, double scale,
                                                  std::span<int32_t> out) {
@@ -136,6 +235,14 @@ ATP_TARGET_AVX512 QuantizeOutcome QuantizeToWireAvx512(std::span<const float> in
 }
 
 #else  // not x86: HasAvx512() is false and these are never called.
+
+namespace quantize_internal {
+QuantizeOutcome QuantizeFragmentToWireAvx512(const float* in, double scale, float,
+                                             uint8_t* out) {
+  return QuantizeToWireScalar({in, FragmentQuantizer::kValues}, scale,
+                              {out, FragmentQuantizer::kBytes});
+}
+}  // namespace quantize_internal
 
 QuantizeOutcome QuantizeAvx512(std::span<const float> in, double scale, std::span<int32_t> out) {
   return QuantizeScalar(in, scale, out);

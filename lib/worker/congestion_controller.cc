@@ -11,32 +11,6 @@ CongestionController::CongestionController(const Config& config)
                                              : config.initial_ssthresh),
       send_bound_(window_) {}
 
-void CongestionController::OnAck(uint64_t position, EcnMark ecn, uint64_t lowest_unacked) {
-  if (!any_ack_ || position > largest_acked_) largest_acked_ = position;
-  any_ack_ = true;
-  if (ecn == EcnMark::kMarked) {
-    acks_since_ecn_ = 0;
-  } else if (acks_since_ecn_ != UINT64_MAX) {
-    ++acks_since_ecn_;
-  }
-  if (config_.mode == Mode::kAimd) {
-    if (InReductionEpoch(position)) {
-      // The same congestion event: no second halving, and no growth unless
-      // this is a timeout's recovery (which slow starts on unmarked acks).
-      if (ecn == EcnMark::kMarked) {
-        ++ignored_signals_;
-      } else if (timeout_epoch_) {
-        Grow();
-      }
-    } else if (ecn == EcnMark::kMarked) {
-      MaybeReduce(position);
-    } else {
-      Grow();
-    }
-  }
-  UpdateSendBound(lowest_unacked);
-}
-
 void CongestionController::OnLoss(uint64_t position, uint64_t lowest_unacked) {
   if (config_.mode == Mode::kAimd) {
     if (config_.loss_response == LossResponse::kHalveOnlyWithEcn &&
@@ -80,19 +54,6 @@ bool CongestionController::MaybeReduce(uint64_t position) {
   reduction_epoch_end_ = send_bound_;
   ++reductions_;
   return true;
-}
-
-void CongestionController::Grow() {
-  if (window_ >= config_.max_window) return;
-  if (window_ < ssthresh_) {
-    ++window_;  // slow start: one per acknowledged fragment
-    return;
-  }
-  // Congestion avoidance: one per window of acknowledged fragments.
-  if (++acked_since_increase_ >= window_) {
-    acked_since_increase_ = 0;
-    ++window_;
-  }
 }
 
 CongestionController::DebugState CongestionController::debug_state() const {

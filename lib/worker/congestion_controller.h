@@ -118,7 +118,8 @@ class CongestionController {
 
   // OnAck: a parameter packet completed `position` (in flight until now);
   // `lowest_unacked` is the queue's lowest unacknowledged position after it
-  // (the next position to send when nothing is in flight).
+  // (the next position to send when nothing is in flight). Runs on every
+  // acknowledgement: defined below, to be inlined.
   void OnAck(uint64_t position, EcnMark ecn, uint64_t lowest_unacked);
 
   // OnLoss: the loss detector declared `position` lost (and it is being
@@ -149,8 +150,19 @@ class CongestionController {
   // MaybeReduce: halves the window unless `position` belongs to the current
   // reduction epoch. Returns whether it did.
   bool MaybeReduce(uint64_t position);
-  void Grow();
-  // Both run on every acknowledgement: defined here to be inlined.
+  // These run on every acknowledgement: defined here to be inlined.
+  void Grow() {
+    if (window_ >= config_.max_window) return;
+    if (window_ < ssthresh_) {
+      ++window_;  // slow start: one per acknowledged fragment
+      return;
+    }
+    // Congestion avoidance: one per window of acknowledged fragments.
+    if (++acked_since_increase_ >= window_) {
+      acked_since_increase_ = 0;
+      ++window_;
+    }
+  }
   void UpdateSendBound(uint64_t lowest_unacked) {
     send_bound_ = std::max(send_bound_, SendableEnd(lowest_unacked));
   }
@@ -178,6 +190,32 @@ class CongestionController {
   // Acknowledgements since the last `ecn` mark (saturating); starts "long ago".
   uint64_t acks_since_ecn_ = UINT64_MAX;
 };
+
+inline void CongestionController::OnAck(uint64_t position, EcnMark ecn, uint64_t lowest_unacked) {
+  if (!any_ack_ || position > largest_acked_) largest_acked_ = position;
+  any_ack_ = true;
+  if (ecn == EcnMark::kMarked) {
+    acks_since_ecn_ = 0;
+  } else if (acks_since_ecn_ != UINT64_MAX) {
+    ++acks_since_ecn_;
+  }
+  if (config_.mode == Mode::kAimd) {
+    if (InReductionEpoch(position)) {
+      // The same congestion event: no second halving, and no growth unless
+      // this is a timeout's recovery (which slow starts on unmarked acks).
+      if (ecn == EcnMark::kMarked) {
+        ++ignored_signals_;
+      } else if (timeout_epoch_) {
+        Grow();
+      }
+    } else if (ecn == EcnMark::kMarked) {
+      MaybeReduce(position);
+    } else {
+      Grow();
+    }
+  }
+  UpdateSendBound(lowest_unacked);
+}
 
 }  // namespace atp::worker
 

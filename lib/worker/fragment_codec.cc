@@ -11,6 +11,7 @@ namespace {
 
 static_assert(sizeof(float) == sizeof(uint32_t), "fp payloads carry float32 bit patterns");
 static_assert(sizeof(wire::Payload) == wire::kValuesPerFragment * sizeof(int32_t));
+static_assert(FragmentQuantizer::kBytes == wire::kPayloadBytes);
 
 // AsInt32: the payload's words as int32. Signed and unsigned variants of one
 // type may alias each other ([basic.lval]), so this is a view, not a copy.
@@ -44,15 +45,15 @@ FragmentEncoding EncodeFragment(std::span<const float> values, double scale,
   return FragmentEncoding::kFloat;
 }
 
-FragmentEncoding EncodeFragmentToWire(std::span<const float> values, double scale,
-                                      FragmentEncoding wanted,
+FragmentEncoding EncodeFragmentToWire(std::span<const float> values,
+                                      const FragmentQuantizer& quantizer, FragmentEncoding wanted,
                                       std::span<uint8_t, wire::kPayloadBytes> payload) {
   assert(values.size() <= wire::kValuesPerFragment);
   const size_t n = std::min(values.size(), wire::kValuesPerFragment);
   std::fill(payload.begin() + static_cast<ptrdiff_t>(n * sizeof(int32_t)), payload.end(),
             uint8_t{0});
   if (wanted == FragmentEncoding::kInteger &&
-      QuantizeToWire(values.first(n), scale, payload) == QuantizeOutcome::kExact) {
+      quantizer.ToWire(values.first(n), payload) == QuantizeOutcome::kExact) {
     return FragmentEncoding::kInteger;
   }
   // The float32 path is the rare one (NaN, infinity, saturation, overflow

@@ -20,6 +20,7 @@
 #include <span>
 
 #include "atp/wire.h"
+#include "lib/quantize/fragment_quantizer.h"
 
 namespace atp::worker {
 
@@ -36,11 +37,11 @@ enum class FragmentEncoding : uint8_t {
 FragmentEncoding EncodeFragment(std::span<const float> values, double scale,
                                 FragmentEncoding wanted, wire::Payload& payload);
 
-// EncodeFragmentToWire: the same, written straight into a frame's 248
-// payload bytes in network byte order (quantized in one pass, no host-order
-// copy): what the I/O loop sends.
-FragmentEncoding EncodeFragmentToWire(std::span<const float> values, double scale,
-                                      FragmentEncoding wanted,
+// EncodeFragmentToWire: the same with the job's FragmentQuantizer (its
+// scale), written straight into a frame's 248 payload bytes in network byte
+// order (quantized in one pass, no host-order copy): what the I/O loop sends.
+FragmentEncoding EncodeFragmentToWire(std::span<const float> values,
+                                      const FragmentQuantizer& quantizer, FragmentEncoding wanted,
                                       std::span<uint8_t, wire::kPayloadBytes> payload);
 
 // DecodeResult: the first out.size() (at most 62) values of a parameter

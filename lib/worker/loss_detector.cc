@@ -4,16 +4,6 @@
 
 namespace atp::worker {
 
-LossVerdict LossDetector::OnAck(uint64_t acked, uint64_t lowest_unacked, uint64_t rearm_bound) {
-  Track(lowest_unacked);
-  if (acked <= tracked_ || acked < count_from_) return LossVerdict::kNone;
-  if (++count_ < kReorderThreshold) return LossVerdict::kNone;
-  count_ = 0;
-  count_from_ = std::max(rearm_bound, tracked_ + 1);
-  ++losses_;
-  return LossVerdict::kLost;
-}
-
 void LossDetector::OnTimeout(uint64_t lowest_unacked, uint64_t rearm_bound) {
   // Every position below rearm_bound was resent together: acknowledgements of
   // earlier sends say nothing about any of those resends, whichever position

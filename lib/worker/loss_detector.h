@@ -55,7 +55,16 @@ class LossDetector {
   // (the next unsent one when nothing is in flight). `rearm_bound`: the
   // congestion controller's send_bound now. Returns kLost when
   // `lowest_unacked` is declared lost.
-  LossVerdict OnAck(uint64_t acked, uint64_t lowest_unacked, uint64_t rearm_bound);
+  // Runs on every acknowledgement: defined here to be inlined.
+  LossVerdict OnAck(uint64_t acked, uint64_t lowest_unacked, uint64_t rearm_bound) {
+    Track(lowest_unacked);
+    if (acked <= tracked_ || acked < count_from_) return LossVerdict::kNone;
+    if (++count_ < kReorderThreshold) return LossVerdict::kNone;
+    count_ = 0;
+    count_from_ = std::max(rearm_bound, tracked_ + 1);
+    ++losses_;
+    return LossVerdict::kLost;
+  }
 
   // OnTimeout: every unacknowledged position was just resent; from now on
   // acknowledgements of positions below `rearm_bound` no longer count against

@@ -16,11 +16,32 @@ namespace {
 
 constexpr uint64_t kValuesPerFragment = wire::kValuesPerFragment;
 constexpr uint64_t kPositionSpace = uint64_t{1} << wire::kQueueShift;
-// WriteResult's prefetch: how many fragments ahead, and the line size.
+// How many fragments ahead BuildMessage prefetches the input and WriteResult
+// the output (bench/RESULTS.md measured both).
+constexpr uint64_t kInputPrefetchAhead = 8;
 constexpr uint64_t kOutputPrefetchAhead = 4;
 constexpr size_t kCacheLineBytes = 64;
 
+// PrefetchFragment: asks for every line that the fragment of `values`
+// starting at value `first` touches (248 bytes: up to 5 lines, each address
+// inside them), if that fragment is whole inside `values`. A tensor larger
+// than the cache streams through the worker once per operation, and its
+// fragments' loads (quantize) or stores (dequantize) otherwise wait for
+// their lines in turn. kForWrite: the lines are about to be written.
+template <bool kForWrite, typename T>
+inline void PrefetchFragment(std::span<T> values, uint64_t first) {
+  if (first + kValuesPerFragment > values.size()) return;
+  const auto* bytes = reinterpret_cast<const char*>(values.data() + first);
+  for (size_t b = 0; b < wire::kPayloadBytes; b += kCacheLineBytes) {
+    __builtin_prefetch(bytes + b, kForWrite ? 1 : 0);
+  }
+  __builtin_prefetch(bytes + wire::kPayloadBytes - 1, kForWrite ? 1 : 0);
+}
+
 }  // namespace
+
+static_assert(FragmentDequantizer::kValues == wire::kValuesPerFragment &&
+              FragmentDequantizer::kBytes == wire::kPayloadBytes);
 
 absl::StatusOr<std::unique_ptr<WorkerQueueEngine>> WorkerQueueEngine::Create(
     WorkerQueueConfig config) {
@@ -33,6 +54,8 @@ WorkerQueueEngine::WorkerQueueEngine(WorkerQueueConfig config)
       slot_mask_(config_.slots - 1),
       slots_(config_.slots),
       received_(config_.slots),
+      quantizer_(config_.scale),
+      dequantizer_(config_.scale),
       resend_ring_(config_.slots),
       rtt_(config_.rtt_config()),
       cc_(config_.cc_config()),
@@ -277,6 +300,9 @@ bool WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission
   const uint64_t offset = op.FirstValue(slot.position);
   const size_t count = static_cast<size_t>(
       std::min<uint64_t>(kValuesPerFragment, op.input.size() - offset));
+  // Positions mostly go out in order: the input of the fragment
+  // kInputPrefetchAhead on, within this operation.
+  PrefetchFragment</*kForWrite=*/false>(op.input, offset + kInputPrefetchAhead * kValuesPerFragment);
   wire::AtpHeader& header = out.messages != nullptr ? out.messages[i].header : out.headers[i];
   header = header_template_;
   header.seq = wire::MakeSeq(config_.queue, static_cast<uint32_t>(slot.position));
@@ -301,7 +327,7 @@ bool WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission
   const FragmentEncoding used =
       out.messages != nullptr
           ? EncodeFragment(values, config_.scale, wanted, out.messages[i].payload)
-          : EncodeFragmentToWire(values, config_.scale, wanted,
+          : EncodeFragmentToWire(values, quantizer_, wanted,
                                  std::span<uint8_t, wire::kPayloadBytes>(out.wire_payloads[i],
                                                                          wire::kPayloadBytes));
   header.fp = used == FragmentEncoding::kFloat;
@@ -477,12 +503,6 @@ void WorkerQueueEngine::OnParameterPacket(const wire::AtpMessage& message, TimeP
   OnParameterPacketWith(message.header, ResultPayload{.host = &message.payload}, now);
 }
 
-void WorkerQueueEngine::OnParameterPacket(const wire::AtpHeader& header,
-                                          std::span<const uint8_t, wire::kMessageBytes> wire_message,
-                                          TimePoint now) {
-  OnParameterPacketWith(header, ResultPayload{.wire_message = wire_message.data()}, now);
-}
-
 void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
                                               const ResultPayload& payload, TimePoint now) {
   if (!h.ack || wire::IsControl(h) || h.job != config_.shape.job || h.queue() != config_.queue) {
@@ -597,21 +617,11 @@ void WorkerQueueEngine::WriteResult(const wire::AtpHeader& h, const ResultPayloa
   const size_t count =
       static_cast<size_t>(std::min<uint64_t>(kValuesPerFragment, op.output.size() - offset));
   const std::span<float> result = op.output.subspan(offset, count);
-  // The output of the fragment kOutputPrefetchAhead positions on, asked for
-  // now: a tensor larger than the cache writes every result to lines not in
-  // it, and the stores of one fragment otherwise wait for their lines in turn
-  // (measured: about 10% of a pulled fragment's cost, bench/RESULTS.md). Only
-  // within this operation's output; positions mostly complete in order.
-  const uint64_t ahead = offset + kOutputPrefetchAhead * kValuesPerFragment;
-  if (ahead + kValuesPerFragment <= op.output.size()) {
-    // Every line the fragment's 248 bytes touch (up to 5), each address
-    // inside them.
-    const auto* first = reinterpret_cast<const char*>(op.output.data() + ahead);
-    for (size_t b = 0; b < wire::kPayloadBytes; b += kCacheLineBytes) {
-      __builtin_prefetch(first + b, /*rw=*/1);
-    }
-    __builtin_prefetch(first + wire::kPayloadBytes - 1, /*rw=*/1);
-  }
+  // Positions mostly complete in order: the output of the fragment
+  // kOutputPrefetchAhead on, within this operation (measured: about 10% of a
+  // pulled fragment's cost, bench/RESULTS.md).
+  PrefetchFragment</*kForWrite=*/true>(op.output,
+                                       offset + kOutputPrefetchAhead * kValuesPerFragment);
   ReceivedPacket& copy = received_[position & slot_mask_];
   copy.position = position;
   if (payload.host != nullptr) {
@@ -619,14 +629,17 @@ void WorkerQueueEngine::WriteResult(const wire::AtpHeader& h, const ResultPayloa
     wire::EncodeHeader(h, copy.header_bytes);
     wire::EncodePayload(*payload.host, copy.payload);
   } else {
-    const uint8_t* wire_payload = payload.wire_message + wire::kAtpHeaderBytes;
-    DecodeResultFromWire(h.fp, std::span<const uint8_t, wire::kPayloadBytes>(wire_payload,
-                                                                            wire::kPayloadBytes),
-                         config_.scale, result);
-    // Fixed-size copies, which the compiler inlines (a library call per
+    const std::span<const uint8_t, wire::kPayloadBytes> wire_payload(
+        payload.wire_message + wire::kAtpHeaderBytes, wire::kPayloadBytes);
+    // A fixed-size copy, which the compiler inlines (a library call per
     // packet otherwise).
     std::memcpy(copy.header_bytes.data(), payload.wire_message, wire::kAtpHeaderBytes);
-    std::memcpy(copy.payload.data(), wire_payload, wire::kPayloadBytes);
+    if (h.fp) [[unlikely]] {
+      DecodeResultFromWire(/*fp=*/true, wire_payload, config_.scale, result);
+      std::memcpy(copy.payload.data(), wire_payload.data(), wire::kPayloadBytes);
+    } else {
+      dequantizer_.KeepAndDequantize(wire_payload, result, copy.payload);
+    }
   }
 }
 

@@ -111,6 +111,8 @@
 #include "absl/status/statusor.h"
 #include "atp/time.h"
 #include "atp/wire.h"
+#include "lib/quantize/fragment_dequantizer.h"
+#include "lib/quantize/fragment_quantizer.h"
 #include "lib/worker/congestion_controller.h"
 #include "lib/worker/fragment_skip.h"
 #include "lib/worker/keep_alive_runs.h"
@@ -503,6 +505,11 @@ class WorkerQueueEngine {
   // received_[slot]: the last parameter packet that completed a fragment of
   // the slot (cold: written once per result, read only for replays).
   std::vector<ReceivedPacket> received_;
+  // The job's scale, its constants and kernels chosen once: fragments
+  // quantized into frames, and integer results dequantized into the output
+  // and kept in received_ in one pass.
+  FragmentQuantizer quantizer_;
+  FragmentDequantizer dequantizer_;
   // Resend FIFO: a ring of positions, each in flight and queued at most once.
   std::vector<uint64_t> resend_ring_;
   size_t resend_head_ = 0;
@@ -582,6 +589,13 @@ class WorkerQueueEngine {
 
   WorkerQueueStats counters_;
 };
+
+// Per packet on the receive path: defined here to be inlined into the I/O loop.
+inline void WorkerQueueEngine::OnParameterPacket(
+    const wire::AtpHeader& header, std::span<const uint8_t, wire::kMessageBytes> wire_message,
+    TimePoint now) {
+  OnParameterPacketWith(header, ResultPayload{.wire_message = wire_message.data()}, now);
+}
 
 }  // namespace atp::worker
 

@@ -250,6 +250,36 @@ TEST(QuantizeAvx2Test, RandomTiesMatchScalar) {
   CompareInRandomChunks(values, 1048576.0, rng, "ties, 2^20");
 }
 
+// Products just around half-integers, up to 2^24 in magnitude, at float
+// scales that are not powers of two: where the AVX-512 kernel's
+// single-precision path (quantize_avx512.cc) would round wrong without its
+// tie check or with a wider range, in whole 16-lane blocks of them. x is
+// the float nearest (n + 1/2) / s and its neighbours up to 3 ulps away.
+TEST(QuantizeAvx2Test, ProductsAroundHalfIntegersMatchScalar) {
+  SKIP_WITHOUT_AVX2();
+  std::mt19937_64 rng(kSeed + 8);
+  for (double scale : {kDefaultScale, 3.0, 10.0, 0.75, 1e6}) {
+    std::vector<float> values;
+    for (int i = 0; i < 20000; ++i) {
+      const int magnitude_bits = static_cast<int>(rng() % 25);  // n up to 2^24
+      const auto n = static_cast<int64_t>(rng() % (uint64_t{1} << magnitude_bits));
+      const float x = static_cast<float>((static_cast<double>(n) + 0.5) / scale) *
+                      (rng() % 2 == 0 ? 1.0f : -1.0f);
+      float below = x;
+      float above = x;
+      values.push_back(x);
+      for (int k = 0; k < 3; ++k) {
+        below = std::nextafter(below, -std::numeric_limits<float>::infinity());
+        above = std::nextafter(above, std::numeric_limits<float>::infinity());
+        values.push_back(below);
+        values.push_back(above);
+      }
+    }
+    ExpectSameQuantize(values, scale, "around half-integers");
+    if (testing::Test::HasFatalFailure()) return;
+  }
+}
+
 // Scalar rounds by hand and AVX2 with an explicit rounding immediate, and the
 // remaining operations (multiply, float conversion) are the same IEEE
 // operations in both, so they agree under every MXCSR rounding mode.

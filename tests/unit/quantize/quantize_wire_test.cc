@@ -29,9 +29,6 @@ constexpr uint64_t kSeed = 0x57495245;  // fixed: failures reproduce
 // (byte 58), so the kernels must not assume alignment.
 constexpr size_t kMisalign = 3;
 
-using QuantizeToWireFn = QuantizeOutcome (*)(std::span<const float>, double, std::span<uint8_t>);
-using DequantizeFromWireFn = void (*)(std::span<const uint8_t>, double, std::span<float>);
-
 struct Impl {
   const char* name;
   QuantizeToWireFn quantize;
@@ -148,13 +145,17 @@ TEST(DequantizeFromWireTest, EqualsDequantizeOfTheSwappedInts) {
   }
 }
 
-// The kernel a per-packet caller keeps is the one the dispatcher calls: the
-// widest MaxCpuIsa() allows.
-TEST(DequantizeFromWireTest, TheChosenKernelIsTheWidestMaxCpuIsaAllows) {
+// The kernels a per-packet caller keeps are the ones the dispatchers call:
+// the widest MaxCpuIsa() allows.
+TEST(DequantizeFromWireTest, TheChosenKernelsAreTheWidestMaxCpuIsaAllows) {
   const DequantizeFromWireFn expected = MaxCpuIsa() >= CpuIsa::kAvx512 ? &DequantizeFromWireAvx512
                                         : MaxCpuIsa() >= CpuIsa::kAvx2 ? &DequantizeFromWireAvx2
                                                                        : &DequantizeFromWireScalar;
   EXPECT_EQ(ChosenDequantizeFromWire(), expected);
+  const QuantizeToWireFn expected_quantize = MaxCpuIsa() >= CpuIsa::kAvx512 ? &QuantizeToWireAvx512
+                                             : MaxCpuIsa() >= CpuIsa::kAvx2 ? &QuantizeToWireAvx2
+                                                                            : &QuantizeToWireScalar;
+  EXPECT_EQ(ChosenQuantizeToWire(), expected_quantize);
 }
 
 }  // namespace

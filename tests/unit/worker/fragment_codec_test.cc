@@ -118,21 +118,26 @@ TEST(FragmentCodecTest, DecodeResultTakesFloatBitsWhenFp) {
 // The wire forms write and read exactly the bytes wire::EncodePayload makes
 // of the host-order forms, on both paths (integer and float32).
 TEST(FragmentCodecTest, WireEncodingIsTheHostEncodingInNetworkOrder) {
-  std::vector<float> values(62);
-  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.013f * static_cast<float>(i) - 0.4f;
-  for (size_t n : {size_t{0}, size_t{5}, size_t{62}}) {
-    for (bool poison : {false, true}) {
-      std::vector<float> v(values.begin(), values.begin() + static_cast<ptrdiff_t>(n));
-      if (poison && n > 0) v[n / 2] = std::numeric_limits<float>::quiet_NaN();
-      for (FragmentEncoding wanted : {FragmentEncoding::kInteger, FragmentEncoding::kFloat}) {
-        wire::Payload host;
-        const FragmentEncoding host_used = EncodeFragment(v, kDefaultScale, wanted, host);
-        std::array<uint8_t, wire::kPayloadBytes> expected;
-        wire::EncodePayload(host, expected);
-        std::array<uint8_t, wire::kPayloadBytes> got;
-        got.fill(0xEE);
-        EXPECT_EQ(EncodeFragmentToWire(v, kDefaultScale, wanted, got), host_used);
-        EXPECT_EQ(got, expected) << "n=" << n << " poison=" << poison;
+  const FragmentQuantizer quantizer(kDefaultScale);
+  // Products up to 4e7 (the AVX-512 kernel's general path) and up to 4e5
+  // (its single-precision path).
+  for (float step : {0.013f, 0.00013f}) {
+    std::vector<float> values(62);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = step * (static_cast<float>(i) - 31.0f);
+    for (size_t n : {size_t{0}, size_t{5}, size_t{62}}) {
+      for (bool poison : {false, true}) {
+        std::vector<float> v(values.begin(), values.begin() + static_cast<ptrdiff_t>(n));
+        if (poison && n > 0) v[n / 2] = std::numeric_limits<float>::quiet_NaN();
+        for (FragmentEncoding wanted : {FragmentEncoding::kInteger, FragmentEncoding::kFloat}) {
+          wire::Payload host;
+          const FragmentEncoding host_used = EncodeFragment(v, kDefaultScale, wanted, host);
+          std::array<uint8_t, wire::kPayloadBytes> expected;
+          wire::EncodePayload(host, expected);
+          std::array<uint8_t, wire::kPayloadBytes> got;
+          got.fill(0xEE);
+          EXPECT_EQ(EncodeFragmentToWire(v, quantizer, wanted, got), host_used);
+          EXPECT_EQ(got, expected) << "n=" << n << " poison=" << poison << " step=" << step;
+        }
       }
     }
   }

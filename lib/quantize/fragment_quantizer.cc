@@ -1,0 +1,25 @@
+#include "lib/quantize/fragment_quantizer.h"
+
+#include "atp/cpu_isa.h"
+
+namespace atp {
+
+FragmentQuantizer::FragmentQuantizer(double scale)
+    : scale_(scale), float_scale_(0), general_(ChosenQuantizeToWire()), whole_(nullptr) {
+  const auto as_float = static_cast<float>(scale);
+  // A normal float, exactly: what the single-precision path needs.
+  if (double{as_float} == scale && as_float >= 0x1p-126f) float_scale_ = as_float;
+#if defined(__x86_64__) || defined(__i386__)
+  if (MaxCpuIsa() >= CpuIsa::kAvx512) whole_ = &quantize_internal::QuantizeFragmentToWireAvx512;
+#endif
+}
+
+QuantizeOutcome FragmentQuantizer::ToWire(std::span<const float> in,
+                                          std::span<uint8_t, kBytes> out) const {
+  if (in.size() == kValues && whole_ != nullptr) {
+    return whole_(in.data(), scale_, float_scale_, out.data());
+  }
+  return general_(in, scale_, out);
+}
+
+}  // namespace atp
