@@ -24,6 +24,7 @@
 // Every benchmark checks its last result against dequantize(quantize(x)) (the
 // PS's: the last parameter packet, addressed to the group, with the last
 // gradient's sum).
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -228,31 +229,49 @@ BENCHMARK(BM_Pull)->Unit(benchmark::kMillisecond);
 // keeps the whole tensor in flight instead, which needs 65536 slots: every
 // result then also lands in a 19 MB ring of kept copies (WorkerQueueEngine::
 // Received) far outside the cache, a cost a job of the default size does
-// not have. With W = 256 the benchmark's own pause and resume per operation
-// (two CPU-clock reads each) add a few percent.
-void PullWindowWith(benchmark::State& state, Inputs inputs) {
+// not have.
+//
+// Timed by hand (UseManualTime): the receive of each operation between two
+// steady_clock reads, summed per iteration. Pausing and resuming Google
+// Benchmark's timers around every operation instead reads the clocks four
+// times per operation, which BM_PullWindowPaused keeps for the comparison
+// (bench/RESULTS.md). The thread is pinned and alone in these runs, so its
+// wall time is its CPU time.
+void PullWindowWith(benchmark::State& state, Inputs inputs, bool paused = false) {
   const auto window = static_cast<uint32_t>(state.range(0));
   Bench b(testbed::ReflectorQueue::Mode::kHold, window, window,
           transport::TxSegmentation::kSoftware, /*join_at_start=*/false, inputs);
   const size_t values = size_t{window} * wire::kValuesPerFragment;
   for (auto _ : state) {
+    std::chrono::steady_clock::duration receiving{};
     for (size_t first = 0; first < kValues; first += values) {
-      state.PauseTiming();
+      if (paused) state.PauseTiming();
       auto op = b.SubmitPart(first, values);
       b.StepUntil([&] { return b.queue.held().size() == window; });
       b.queue.ReleaseHeld();
-      state.ResumeTiming();
+      if (paused) state.ResumeTiming();
+      const auto start = std::chrono::steady_clock::now();
       b.StepUntil([&] { return op->done(); });
+      receiving += std::chrono::steady_clock::now() - start;
     }
+    state.SetIterationTime(std::chrono::duration<double>(receiving).count());
   }
   Report(state, b.Verify());
 }
 void BM_PullWindow(benchmark::State& state) { PullWindowWith(state, Inputs::kGradients); }
-BENCHMARK(BM_PullWindow)->Arg(256)->Arg(4096)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PullWindow)->Arg(256)->Arg(4096)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // PullWindowWide/W: BM_PullWindow with Inputs::kWide.
 void BM_PullWindowWide(benchmark::State& state) { PullWindowWith(state, Inputs::kWide); }
-BENCHMARK(BM_PullWindowWide)->Arg(256)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PullWindowWide)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// PullWindowPaused/W: BM_PullWindow timed by pausing the benchmark's timers
+// around each operation's send (CPU time, four clock system calls per
+// operation).
+void BM_PullWindowPaused(benchmark::State& state) {
+  PullWindowWith(state, Inputs::kGradients, /*paused=*/true);
+}
+BENCHMARK(BM_PullWindowPaused)->Arg(256)->Unit(benchmark::kMillisecond);
 
 // PsMulticastWith: the PS host's cost per parameter packet: a worker's real
 // gradient frames (made once, untimed, by a WorkerIoLoop into a holding

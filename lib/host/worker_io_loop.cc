@@ -402,7 +402,7 @@ bool WorkerIoLoop::SendReplays() {
     const worker::WorkerQueueEngine::ReceivedPacket* packet = engine_->Received(position);
     if (packet == nullptr) continue;  // no result of it here
     for (const protocol::ReplayPart& part :
-         protocol::SplitReplay(position, packet->header(), packet->payload)) {
+         protocol::SplitReplay(position, packet->header(), packet->payload())) {
       wire::ControlMessage control;
       protocol::EncodeReplay(part, control);
       SendControl(control, position);

@@ -173,9 +173,11 @@ ATP_TARGET_AVX512 inline bool DequantizeSmall16(__m512i q, const FloatQuotient& 
 
 // KeepAndDequantize62: a whole fragment in four blocks (values 0, 16, 32,
 // then 46..61 overlapping the third), each block's wire bytes stored to
-// `keep` from the load that converts them: together all 248 bytes. A block
-// goes the single-precision way when `small` allows and its ints are small,
-// else the double-precision one.
+// `keep` from the load that converts them, as whole non-temporal lines:
+// bytes 0..191 as the first three blocks, then 192..247 and 8 zeros (the
+// fourth block moved down by its 8 bytes of overlap). A block goes the
+// single-precision way when `small` allows and its ints are small, else the
+// double-precision one.
 template <ExponentCheck kCheck>
 ATP_TARGET_AVX512 inline void KeepAndDequantize62(const uint8_t* payload, __m512d scale,
                                                   const __m512d* inverse,
@@ -187,7 +189,13 @@ ATP_TARGET_AVX512 inline void KeepAndDequantize62(const uint8_t* payload, __m512
 #pragma GCC unroll 4
   for (const size_t first : {size_t{0}, size_t{16}, size_t{32}, size_t{46}}) {
     const __m512i wire = _mm512_loadu_si512(payload + first * sizeof(int32_t));
-    _mm512_storeu_si512(keep + first * sizeof(int32_t), wire);
+    if (first < 46) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(keep + first * sizeof(int32_t)), wire);
+    } else {
+      // Lanes 2..15 (values 48..61) to lanes 0..13, zeros in 14 and 15.
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(keep + 192),
+                          _mm512_alignr_epi32(_mm512_setzero_si512(), wire, 2));
+    }
     const __m512i q = quantize_internal::SwapBytes32(wire);
     if (small != nullptr && DequantizeSmall16(q, *small, out + first)) continue;
     Dequantize16<kCheck>(q, scale, inverse, out + first);
@@ -241,6 +249,8 @@ void KeepAndDequantizeFragmentAvx512(const uint8_t* payload,
   DequantizeFromWireScalar({payload, FragmentDequantizer::kBytes}, constants.scale,
                            {out, FragmentDequantizer::kValues});
   std::memcpy(keep, payload, FragmentDequantizer::kBytes);
+  std::memset(keep + FragmentDequantizer::kBytes, 0,
+              FragmentDequantizer::kKeptBytes - FragmentDequantizer::kBytes);
 }
 }  // namespace quantize_internal
 

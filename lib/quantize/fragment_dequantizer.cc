@@ -1,6 +1,7 @@
 #include "lib/quantize/fragment_dequantizer.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 
@@ -50,7 +51,8 @@ FragmentDequantizer::FragmentDequantizer(double scale) : scale_(scale), whole_(n
 
 void FragmentDequantizer::KeepAndDequantize(std::span<const uint8_t, kBytes> payload,
                                             std::span<float> out,
-                                            std::span<uint8_t, kBytes> keep) const {
+                                            std::span<uint8_t, kKeptBytes> keep) const {
+  assert(reinterpret_cast<uintptr_t>(keep.data()) % kKeptAlignment == 0);
   if (out.size() == kValues && whole_ != nullptr) {
     whole_(payload.data(), constants_, out.data(), keep.data());
     return;
@@ -60,6 +62,7 @@ void FragmentDequantizer::KeepAndDequantize(std::span<const uint8_t, kBytes> pay
   static const DequantizeFromWireFn dequantize = ChosenDequantizeFromWire();
   dequantize(payload, scale_, out.first(std::min(out.size(), kValues)));
   std::memcpy(keep.data(), payload.data(), kBytes);
+  std::memset(keep.data() + kBytes, 0, kKeptBytes - kBytes);
 }
 
 }  // namespace atp

@@ -622,12 +622,15 @@ void WorkerQueueEngine::WriteResult(const wire::AtpHeader& h, const ResultPayloa
   // pulled fragment's cost, bench/RESULTS.md).
   PrefetchFragment</*kForWrite=*/true>(op.output,
                                        offset + kOutputPrefetchAhead * kValuesPerFragment);
+  // The position and header line of the copy kOutputPrefetchAhead on (its
+  // payload lines are written around the cache).
+  __builtin_prefetch(&received_[(position + kOutputPrefetchAhead) & slot_mask_], /*rw=*/1);
   ReceivedPacket& copy = received_[position & slot_mask_];
   copy.position = position;
   if (payload.host != nullptr) {
     DecodeResult(h.fp, *payload.host, config_.scale, result);
     wire::EncodeHeader(h, copy.header_bytes);
-    wire::EncodePayload(*payload.host, copy.payload);
+    wire::EncodePayload(*payload.host, std::span(copy.kept_payload).first<wire::kPayloadBytes>());
   } else {
     const std::span<const uint8_t, wire::kPayloadBytes> wire_payload(
         payload.wire_message + wire::kAtpHeaderBytes, wire::kPayloadBytes);
@@ -636,9 +639,9 @@ void WorkerQueueEngine::WriteResult(const wire::AtpHeader& h, const ResultPayloa
     std::memcpy(copy.header_bytes.data(), payload.wire_message, wire::kAtpHeaderBytes);
     if (h.fp) [[unlikely]] {
       DecodeResultFromWire(/*fp=*/true, wire_payload, config_.scale, result);
-      std::memcpy(copy.payload.data(), wire_payload.data(), wire::kPayloadBytes);
+      std::memcpy(copy.kept_payload.data(), wire_payload.data(), wire::kPayloadBytes);
     } else {
-      dequantizer_.KeepAndDequantize(wire_payload, result, copy.payload);
+      dequantizer_.KeepAndDequantize(wire_payload, result, copy.kept_payload);
     }
   }
 }

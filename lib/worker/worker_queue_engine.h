@@ -270,12 +270,18 @@ class WorkerQueueEngine {
   // bytes (a whole-struct copy of the header it has just decoded field by
   // field would stall store forwarding on every packet), and the rare replay
   // decodes them again.
-  struct ReceivedPacket {
+  struct alignas(FragmentDequantizer::kKeptAlignment) ReceivedPacket {
     uint64_t position = UINT64_MAX;  // its stream position; UINT64_MAX: none yet
     std::array<uint8_t, wire::kAtpHeaderBytes> header_bytes{};
-    std::array<uint8_t, wire::kPayloadBytes> payload{};  // big-endian
+    // The payload (big-endian), then zeros to whole lines: written with
+    // non-temporal stores (FragmentDequantizer), on lines of its own.
+    alignas(FragmentDequantizer::kKeptAlignment)
+        std::array<uint8_t, FragmentDequantizer::kKeptBytes> kept_payload{};
 
     wire::AtpHeader header() const { return wire::DecodeHeader(header_bytes); }
+    std::span<const uint8_t, wire::kPayloadBytes> payload() const {
+      return std::span(kept_payload).first<wire::kPayloadBytes>();
+    }
   };
   // Received: the parameter packet that completed `position`, if this engine
   // has its result and still holds the copy (the slot's last one); null

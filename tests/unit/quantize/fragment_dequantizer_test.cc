@@ -1,5 +1,5 @@
 // FragmentDequantizer gives exactly DequantizeFromWireScalar's floats and a
-// byte-exact copy of the payload: whole fragments (its AVX-512 kernel where
+// byte-exact copy of the payload, zero-padded to whole lines: whole fragments (its AVX-512 kernel where
 // the CPU has one) and every shorter length, random, edge and midpoint ints,
 // scales that take the reciprocal with and without its per-lane exponent
 // check and scales that must divide, every rounding mode, payloads at odd
@@ -25,6 +25,7 @@ namespace {
 
 constexpr size_t kValues = FragmentDequantizer::kValues;
 constexpr size_t kBytes = FragmentDequantizer::kBytes;
+constexpr size_t kKeptBytes = FragmentDequantizer::kKeptBytes;
 constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
 constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
 constexpr uint64_t kSeed = 0x46524147;  // fixed: failures reproduce
@@ -80,7 +81,8 @@ void ExpectSameAsScalar(const FragmentDequantizer& dequantizer, std::span<const 
   std::vector<float> want(q.size());
   DequantizeFromWireScalar(payload.bytes(), scale, want);
   std::vector<float> got(q.size() + 1, kSentinel);
-  std::array<uint8_t, kBytes> keep{};
+  alignas(FragmentDequantizer::kKeptAlignment) std::array<uint8_t, kKeptBytes> keep;
+  keep.fill(0xEE);
   dequantizer.KeepAndDequantize(payload.bytes(), std::span(got).first(q.size()), keep);
   for (size_t i = 0; i < q.size(); ++i) {
     ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
@@ -88,8 +90,10 @@ void ExpectSameAsScalar(const FragmentDequantizer& dequantizer, std::span<const 
   }
   EXPECT_EQ(std::bit_cast<uint32_t>(got[q.size()]), std::bit_cast<uint32_t>(kSentinel))
       << what << ": wrote past the output, n=" << q.size();
-  EXPECT_TRUE(std::equal(keep.begin(), keep.end(), payload.bytes().begin()))
+  EXPECT_TRUE(std::equal(payload.bytes().begin(), payload.bytes().end(), keep.begin()))
       << what << ": the kept copy differs from the payload, n=" << q.size();
+  EXPECT_TRUE(std::all_of(keep.begin() + kBytes, keep.end(), [](uint8_t b) { return b == 0; }))
+      << what << ": the kept copy's padding is not zero, n=" << q.size();
 }
 
 std::vector<int32_t> RandomInts(std::mt19937_64& rng, size_t n) {
