@@ -7,6 +7,9 @@
 // (bench/RESULTS.md, "Dequantize in 16 lanes"). Here a block is 16 lanes and
 // the check is one test per 8 doubles, so a fragment is 4 blocks (the last
 // overlapping) instead of 8. The quantizer has its own (quantize_avx512.cc).
+// The worker's whole-fragment kernel (KeepAndDequantizeFragmentAvx512, for
+// FragmentDequantizer) also takes single precision where that is exact
+// (DequantizeSmall16) and keeps the wire bytes for replays.
 //
 // Measured only on the Ice Lake-class Xeon VM these sessions run on. On
 // Skylake-SP and Cascade Lake, 512-bit floating-point multiplies lower the

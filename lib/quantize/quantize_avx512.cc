@@ -15,6 +15,12 @@
 // VM of that section; in long buffers memory bounds both kernels more
 // (16 Mi values: 16.5 -> 12.3 ms).
 //
+// Where the scale is a float and a block's products are small (|x * s| <
+// 2^22: gradients at the default scale), the block goes in single precision
+// instead (QuantizeSmall16 below says why that is exact): 64 Ki values 13.8
+// -> 9.0 us (bench/RESULTS.md, "Single precision where it is exact").
+// FragmentQuantizer (fragment_quantizer.h) runs whole fragments that way.
+//
 // Compiled without -mavx512* (avx512_kernel.h). Shorter than one block, the
 // AVX2 kernel does it.
 #include <algorithm>
