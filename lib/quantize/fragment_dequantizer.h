@@ -25,13 +25,15 @@
 #include <cstdint>
 #include <span>
 
+#include "lib/quantize/fragment_quantizer.h"
+
 namespace atp {
 
 class FragmentDequantizer {
  public:
-  // A fragment's payload: 62 big-endian int32 (ATP-SPEC section 2).
-  static constexpr size_t kValues = 62;
-  static constexpr size_t kBytes = kValues * sizeof(int32_t);
+  // A fragment's payload, as FragmentQuantizer's.
+  static constexpr size_t kValues = FragmentQuantizer::kValues;
+  static constexpr size_t kBytes = FragmentQuantizer::kBytes;
   // A kept copy: the payload's kBytes, then zeros to a whole number of cache
   // lines, at a 64-byte aligned address.
   static constexpr size_t kKeptAlignment = 64;

@@ -1,9 +1,10 @@
 // FragmentDequantizer gives exactly DequantizeFromWireScalar's floats and a
-// byte-exact copy of the payload, zero-padded to whole lines: whole fragments (its AVX-512 kernel where
-// the CPU has one) and every shorter length, random, edge and midpoint ints,
-// scales that take the reciprocal with and without its per-lane exponent
-// check and scales that must divide, every rounding mode, payloads at odd
-// addresses, and nothing written past the output's end.
+// byte-exact copy of the payload, zero-padded to whole lines: whole fragments (its AVX-512 kernel
+// where the CPU has one) and every shorter length, random, edge and midpoint ints, scales that take
+// the reciprocal with and without its per-lane exponent check and scales that must divide, every
+// rounding mode, payloads at odd addresses, and nothing written past the output's end.
+#include "lib/quantize/fragment_dequantizer.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -18,7 +19,7 @@
 
 #include "atp/quantize.h"
 #include "gtest/gtest.h"
-#include "lib/quantize/fragment_dequantizer.h"
+#include "tests/unit/quantize/rounding_mode_scope.h"
 
 namespace atp {
 namespace {
@@ -38,21 +39,11 @@ constexpr int64_t kLimit = int64_t{1} << 24;
 // Scales that take the multiply without an exponent check (1e8, 1, 2^20),
 // with one (2^-1010: 1 / scale too large for ExponentsInRange; 2^149), and
 // the division (2^1010: outside ReciprocalApplies).
-const std::array<double, 7> kScales = {kDefaultScale, 1.0,          1048576.0, std::ldexp(1.0, -1010),
-                                       std::ldexp(1.0, 149), 3.0, std::ldexp(1.0, 1010)};
+const std::array<double, 7> kScales = {
+    kDefaultScale,        1.0, 1048576.0, std::ldexp(1.0, -1010), std::ldexp(1.0, 149), 3.0,
+    std::ldexp(1.0, 1010)};
 
-class RoundingModeScope {
- public:
-  explicit RoundingModeScope(int mode) : saved_(std::fegetround()) {
-    EXPECT_EQ(std::fesetround(mode), 0);
-  }
-  ~RoundingModeScope() { std::fesetround(saved_); }
-  RoundingModeScope(const RoundingModeScope&) = delete;
-  RoundingModeScope& operator=(const RoundingModeScope&) = delete;
-
- private:
-  int saved_;
-};
+using testing_support::RoundingModeScope;
 
 // A payload of big-endian ints at an odd address, its pad after `n` values
 // nonzero (the copy must carry it as it is).
@@ -144,7 +135,8 @@ TEST(FragmentDequantizerTest, QuotientsAtFloatMidpointsMatchScalar) {
       for (int shift = 0; shift < 6; ++shift) {
         const int64_t q = s * (((int64_t{1} << 24) + 2 * t + 1) << shift);
         if (q > kMax) continue;
-        for (int64_t d = -2; d <= 2; ++d) ints.push_back(static_cast<int32_t>((t % 2 ? -1 : 1) * (q + d)));
+        for (int64_t d = -2; d <= 2; ++d)
+          ints.push_back(static_cast<int32_t>((t % 2 ? -1 : 1) * (q + d)));
       }
     }
   }
@@ -175,8 +167,8 @@ TEST(FragmentDequantizerTest, EverySmallIntMatchesScalar) {
     }
   };
   check_every(kDefaultScale, 1);
-  for (double scale : {1.0, 3.0, 0.75, 1e6, 1e10, 16777215.0, std::ldexp(1.0, -24),
-                       std::ldexp(1.0, 64)}) {
+  for (double scale :
+       {1.0, 3.0, 0.75, 1e6, 1e10, 16777215.0, std::ldexp(1.0, -24), std::ldexp(1.0, 64)}) {
     check_every(scale, 61);
     if (testing::Test::HasFatalFailure()) return;
   }

@@ -5,6 +5,8 @@
 // saturation in any block, scales that are floats and scales that are not,
 // every rounding mode, output at odd addresses, and nothing written past
 // 4 * n bytes.
+#include "lib/quantize/fragment_quantizer.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -19,7 +21,7 @@
 
 #include "atp/quantize.h"
 #include "gtest/gtest.h"
-#include "lib/quantize/fragment_quantizer.h"
+#include "tests/unit/quantize/rounding_mode_scope.h"
 
 namespace atp {
 namespace {
@@ -130,18 +132,15 @@ TEST(FragmentQuantizerTest, MatchesScalarInEveryRoundingMode) {
   std::mt19937_64 rng(kSeed + 3);
   std::vector<FragmentQuantizer> quantizers;
   for (double scale : kScales) quantizers.emplace_back(scale);
-  const int saved = std::fegetround();
   for (int mode : {FE_TOWARDZERO, FE_UPWARD, FE_DOWNWARD, FE_TONEAREST}) {
-    ASSERT_EQ(std::fesetround(mode), 0);
+    testing_support::RoundingModeScope scope(mode);
     for (const FragmentQuantizer& quantizer : quantizers) {
       for (float sigma : {1e-2f, 30.0f}) {
         ExpectSameAsScalar(quantizer, Values(rng, kValues, sigma), "mode " + std::to_string(mode));
-        if (testing::Test::HasFatalFailure()) break;
+        if (testing::Test::HasFatalFailure()) return;
       }
     }
-    if (testing::Test::HasFatalFailure()) break;
   }
-  std::fesetround(saved);
 }
 
 }  // namespace

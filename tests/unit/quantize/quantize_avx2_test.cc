@@ -17,6 +17,7 @@
 
 #include "atp/quantize.h"
 #include "gtest/gtest.h"
+#include "tests/unit/quantize/rounding_mode_scope.h"
 
 namespace atp {
 namespace {
@@ -28,20 +29,7 @@ constexpr size_t kMaxLen = 70;
 constexpr int32_t kSentinel = 0x5a5a5a5a;
 constexpr uint64_t kSeed = 0x41545021;  // fixed: failures reproduce
 
-// RoundingModeScope: sets the FP rounding mode, restores the old one on exit
-// (also when an ASSERT returns early).
-class RoundingModeScope {
- public:
-  explicit RoundingModeScope(int mode) : saved_(std::fegetround()) {
-    EXPECT_EQ(std::fesetround(mode), 0);
-  }
-  ~RoundingModeScope() { std::fesetround(saved_); }
-  RoundingModeScope(const RoundingModeScope&) = delete;
-  RoundingModeScope& operator=(const RoundingModeScope&) = delete;
-
- private:
-  int saved_;
-};
+using testing_support::RoundingModeScope;
 
 #define SKIP_WITHOUT_AVX2() \
   if (!HasAvx2()) GTEST_SKIP() << "this CPU has no AVX2: nothing to compare"
