@@ -33,14 +33,17 @@ float NearestFloatReciprocal(float b) {
 
 FragmentDequantizer::FragmentDequantizer(double scale) : scale_(scale), whole_(nullptr) {
   constants_.scale = scale;
+  // In the constructing thread's rounding mode: within an ulp of 1 / scale in
+  // any mode, far inside the kernels' 64-ulp margin (dequantize_reciprocal.h).
   constants_.inverse = 1.0 / scale;
 #if defined(__x86_64__) || defined(__i386__)
   // The scale's half of ReciprocalApplies; the rounding mode is the calling
   // thread's, so the kernel asks for it on every call (one register read).
   constants_.by_multiply = scale >= 0x1p-1000 && scale <= 0x1p1000;
   constants_.exponents_in_range = quantize_internal::ExponentsInRange(constants_.inverse);
-  const auto float_scale = static_cast<float>(scale);
-  if (double{float_scale} == scale && scale >= 0x1p-24 && scale <= 0x1p64) {
+  // Range first: converting a double beyond the float range is undefined.
+  if (scale >= 0x1p-24 && scale <= 0x1p64 && double{static_cast<float>(scale)} == scale) {
+    const auto float_scale = static_cast<float>(scale);
     constants_.float_quotient = true;
     constants_.float_scale = float_scale;
     constants_.float_reciprocal = NearestFloatReciprocal(float_scale);

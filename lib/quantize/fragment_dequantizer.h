@@ -6,11 +6,12 @@
 //   dequantize.KeepAndDequantize(payload, output.subspan(offset, n), kept_copy);
 //
 // Same values as atp::DequantizeFromWire (bit-identical, every rounding
-// mode). What it adds, measured on the pull path (bench/RESULTS.md, "One pass
-// per parameter packet"):
+// mode). What it adds, measured on the pull path (bench/RESULTS.md, "Single
+// precision where it is exact, and the replay copy around the cache"):
 //   - the scale's constants (its reciprocal, which kernel variant applies)
-//     and the kernel are chosen once, not per packet: the division 1 / scale
-//     and the range checks were a fifth of the AVX-512 kernel's time;
+//     and the kernel are chosen once, not per packet, and a whole fragment
+//     of small sums (the common case: gradients) takes the single-precision
+//     path (dequantize_avx512.cc);
 //   - the payload's wire bytes are copied to `keep` from the same loads (the
 //     worker keeps each result for replays to a restarted PS): no second
 //     pass over the frame. The copy is read only for those rare replays, so
@@ -48,8 +49,9 @@ class FragmentDequantizer {
   // out.size() (at most kValues) big-endian int32 q of `payload`, and all
   // kBytes of `payload` copied to the start of `keep`, the rest of `keep`
   // zeroed. `keep` is kKeptAlignment-aligned and overlaps neither of the
-  // others. The calling thread sees the copy at once; another thread only
-  // after a release fence (the stores are non-temporal). No allocation.
+  // others. The stores to `keep` are non-temporal: the calling thread sees
+  // them at once, another thread only after an _mm_sfence() on this one
+  // (C++ fences do not order them on x86). No allocation.
   void KeepAndDequantize(std::span<const uint8_t, kBytes> payload, std::span<float> out,
                          std::span<uint8_t, kKeptBytes> keep) const;
 
@@ -58,8 +60,8 @@ class FragmentDequantizer {
   // The scale's constants, for the kernels (fragment_dequantizer.cc).
   struct Constants {
     double scale = 0;
-    double inverse = 0;          // 1 / scale
-    bool by_multiply = false;    // the reciprocal applies (dequantize_reciprocal.h)
+    double inverse = 0;               // 1 / scale
+    bool by_multiply = false;         // the reciprocal applies (dequantize_reciprocal.h)
     bool exponents_in_range = false;  // and needs no per-lane exponent check
     // Small ints may be dequantized in single precision (dequantize_avx512.cc
     // says why that is exact): scale is a float in [2^-24, 2^64].

@@ -7,7 +7,8 @@
 //
 // Same bytes and outcome as atp::QuantizeToWire (bit-identical, every
 // rounding mode). What it adds, measured on the push path (bench/RESULTS.md,
-// "Single precision where it is exact"): the kernel and the scale's checks
+// "Single precision where it is exact, and the replay copy around the
+// cache"): the kernel and the scale's checks
 // are chosen once, not per fragment, and a whole fragment of small products
 // (the common case: gradients) is four blocks of the AVX-512 kernel's
 // single-precision path with one branch, without the general kernel's
@@ -42,13 +43,13 @@ class FragmentQuantizer {
 
   // A kernel for a whole fragment (in.size() == kValues); float_scale is the
   // scale as a float when it is exactly one, else 0.
-  using WholeFragmentKernel = QuantizeOutcome (*)(const float* in, double scale,
-                                                  float float_scale, uint8_t* out);
+  using WholeFragmentKernel = QuantizeOutcome (*)(const float* in, double scale, float float_scale,
+                                                  uint8_t* out);
 
  private:
   double scale_;
   float float_scale_;
-  QuantizeToWireFn general_;    // any length
+  QuantizeToWireFn general_;   // any length
   WholeFragmentKernel whole_;  // null: no such kernel on this CPU
 };
 

@@ -18,12 +18,14 @@
 // Where the scale is a float and a block's products are small (|x * s| <
 // 2^22: gradients at the default scale), the block goes in single precision
 // instead (QuantizeSmall16 below says why that is exact): 64 Ki values 13.8
-// -> 9.0 us (bench/RESULTS.md, "Single precision where it is exact").
+// -> 9.0 us (bench/RESULTS.md, "Single precision where it is exact, and the
+// replay copy around the cache").
 // FragmentQuantizer (fragment_quantizer.h) runs whole fragments that way.
 //
 // Compiled without -mavx512* (avx512_kernel.h). Shorter than one block, the
 // AVX2 kernel does it.
 #include <algorithm>
+#include <cfloat>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -67,8 +69,8 @@ ATP_TARGET_AVX512 inline __m512i ToOrder(__m512i q) {
 
 // Small products in single precision, exactly, when the scale is a float
 // (the default 1e8 is): 16 lanes per vector and no conversions between
-// widths, about half the vector operations of steps 1-3. The definition is
-// q = round_half_even(double(x) * s).
+// widths: 7 vector instructions per 16 lanes against steps 1-4's 11. The
+// definition is q = round_half_even(double(x) * s).
 //
 // A float x and a float s have at most 24 significant bits each, so the
 // double product is exact: q = round_half_even(t) with t = x * s. Round t
@@ -78,12 +80,13 @@ ATP_TARGET_AVX512 inline __m512i ToOrder(__m512i q) {
 // gives the same as rounding t itself (the round-to-odd theorem; Boldo and
 // Melquiond, 2008). Where |t| < 2^22 a float has at least 2 bits below the
 // units, so q = round_half_even(RO(t)): one conversion. The remainder
-// x * s - RZ(t) is exact as an FMA (no underflow: x and s are normal or
-// zero, and a tiny t gives q = 0 either way). Any other block (a lane with
-// |RZ(t)| >= 2^22, an infinity or a NaN) takes steps 1-3; a small block
-// cannot saturate, so the bounds (step 4) need no update. The embedded
-// rounding ({rz-sae}, {rn-sae}) makes it independent of MXCSR, as the
-// definition is.
+// x * s - RZ(t) is exact as an FMA unless it underflows, which needs |t|
+// far below 1 (x subnormal or tiny), where RO(t) and t both round to 0.
+// Any other block (a lane with |RZ(t)| >= 2^22, an infinity or a NaN) takes
+// steps 1-3; a small block cannot saturate, so the bounds (step 4) need no
+// update. The embedded rounding ({rz-sae}, {rn-sae}) makes it independent
+// of MXCSR, as the definition is.
+//
 // QuantizeSmall16: q = the 16 ints of x when every lane qualifies; false
 // otherwise (q unchanged).
 ATP_TARGET_AVX512 inline bool QuantizeSmall16(__m512 x, __m512 scale, __m512i* q) {
@@ -93,12 +96,11 @@ ATP_TARGET_AVX512 inline bool QuantizeSmall16(__m512 x, __m512 scale, __m512i* q
   const __mmask16 small =
       _mm512_cmp_ps_mask(_mm512_abs_ps(toward_zero), _mm512_set1_ps(0x1p22f), _CMP_LT_OQ);
   if (small != 0xFFFF) return false;
-  const __m512 remainder =
-      _mm512_fmsub_round_ps(x, scale, toward_zero, kNearest);  // exact
+  const __m512 remainder = _mm512_fmsub_round_ps(x, scale, toward_zero, kNearest);  // exact
   const __mmask16 inexact = _mm512_cmp_ps_mask(remainder, _mm512_setzero_ps(), _CMP_NEQ_OQ);
-  const __m512 to_odd = _mm512_castsi512_ps(_mm512_mask_or_epi32(
-      _mm512_castps_si512(toward_zero), inexact, _mm512_castps_si512(toward_zero),
-      _mm512_set1_epi32(1)));
+  const __m512 to_odd = _mm512_castsi512_ps(
+      _mm512_mask_or_epi32(_mm512_castps_si512(toward_zero), inexact,
+                           _mm512_castps_si512(toward_zero), _mm512_set1_epi32(1)));
   *q = _mm512_cvt_roundps_epi32(to_odd, kNearest);
   return true;
 }
@@ -159,7 +161,9 @@ ATP_TARGET_AVX512 QuantizeOutcome QuantizeLoopWith(std::span<const float> in, do
                                                    int32_t* out) {
   const size_t n = in.size();
   const __m512d scale8 = _mm512_set1_pd(scale);
-  const __m512 small_scale = _mm512_set1_ps(static_cast<float>(scale));
+  const __m512 small_scale = kPath == ScalePath::kSmallFirst
+                                 ? _mm512_set1_ps(static_cast<float>(scale))
+                                 : _mm512_setzero_ps();
   __m512i max_seen = _mm512_setzero_si512();
   bool needs_float = false;
   for (size_t start = 0; start < n; start += kChunk) {
@@ -184,8 +188,8 @@ ATP_TARGET_AVX512 QuantizeOutcome QuantizeLoopWith(std::span<const float> in, do
 template <IntOrder kOrder>
 ATP_TARGET_AVX512 QuantizeOutcome QuantizeLoop(std::span<const float> in, double scale,
                                                int32_t* out) {
-  const auto float_scale = static_cast<float>(scale);
-  if (double{float_scale} == scale && float_scale >= 0x1p-126f) {
+  // Range first: converting a double beyond the float range is undefined.
+  if (scale >= 0x1p-126 && scale <= FLT_MAX && double{static_cast<float>(scale)} == scale) {
     return QuantizeLoopWith<kOrder, ScalePath::kSmallFirst>(in, scale, out);
   }
   return QuantizeLoopWith<kOrder, ScalePath::kDoubleOnly>(in, scale, out);
@@ -243,8 +247,7 @@ ATP_TARGET_AVX512 QuantizeOutcome QuantizeToWireAvx512(std::span<const float> in
 #else  // not x86: HasAvx512() is false and these are never called.
 
 namespace quantize_internal {
-QuantizeOutcome QuantizeFragmentToWireAvx512(const float* in, double scale, float,
-                                             uint8_t* out) {
+QuantizeOutcome QuantizeFragmentToWireAvx512(const float* in, double scale, float, uint8_t* out) {
   return QuantizeToWireScalar({in, FragmentQuantizer::kValues}, scale,
                               {out, FragmentQuantizer::kBytes});
 }

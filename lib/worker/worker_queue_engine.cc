@@ -27,15 +27,17 @@ constexpr size_t kCacheLineBytes = 64;
 // inside them), if that fragment is whole inside `values`. A tensor larger
 // than the cache streams through the worker once per operation, and its
 // fragments' loads (quantize) or stores (dequantize) otherwise wait for
-// their lines in turn. kForWrite: the lines are about to be written.
-template <bool kForWrite, typename T>
+// their lines in turn. kUse: whether the lines are about to be read or
+// written.
+enum class Use { kRead = 0, kWrite = 1 };
+template <Use kUse, typename T>
 inline void PrefetchFragment(std::span<T> values, uint64_t first) {
   if (first + kValuesPerFragment > values.size()) return;
   const auto* bytes = reinterpret_cast<const char*>(values.data() + first);
   for (size_t b = 0; b < wire::kPayloadBytes; b += kCacheLineBytes) {
-    __builtin_prefetch(bytes + b, kForWrite ? 1 : 0);
+    __builtin_prefetch(bytes + b, static_cast<int>(kUse));
   }
-  __builtin_prefetch(bytes + wire::kPayloadBytes - 1, kForWrite ? 1 : 0);
+  __builtin_prefetch(bytes + wire::kPayloadBytes - 1, static_cast<int>(kUse));
 }
 
 }  // namespace
@@ -302,7 +304,7 @@ bool WorkerQueueEngine::BuildMessage(const Slot& slot, Transmission transmission
       std::min<uint64_t>(kValuesPerFragment, op.input.size() - offset));
   // Positions mostly go out in order: the input of the fragment
   // kInputPrefetchAhead on, within this operation.
-  PrefetchFragment</*kForWrite=*/false>(op.input, offset + kInputPrefetchAhead * kValuesPerFragment);
+  PrefetchFragment<Use::kRead>(op.input, offset + kInputPrefetchAhead * kValuesPerFragment);
   wire::AtpHeader& header = out.messages != nullptr ? out.messages[i].header : out.headers[i];
   header = header_template_;
   header.seq = wire::MakeSeq(config_.queue, static_cast<uint32_t>(slot.position));
@@ -620,8 +622,7 @@ void WorkerQueueEngine::WriteResult(const wire::AtpHeader& h, const ResultPayloa
   // Positions mostly complete in order: the output of the fragment
   // kOutputPrefetchAhead on, within this operation (measured: about 10% of a
   // pulled fragment's cost, bench/RESULTS.md).
-  PrefetchFragment</*kForWrite=*/true>(op.output,
-                                       offset + kOutputPrefetchAhead * kValuesPerFragment);
+  PrefetchFragment<Use::kWrite>(op.output, offset + kOutputPrefetchAhead * kValuesPerFragment);
   // The position and header line of the copy kOutputPrefetchAhead on (its
   // payload lines are written around the cache).
   __builtin_prefetch(&received_[(position + kOutputPrefetchAhead) & slot_mask_], /*rw=*/1);

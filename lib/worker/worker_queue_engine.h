@@ -90,7 +90,7 @@
 //
 // Received packets: the engine keeps, per slot, a copy of the last parameter
 // packet that completed a fragment of it (its header and its 248 payload
-// bytes as on the wire, 288 bytes per slot: 72 KiB per queue at 256 slots),
+// bytes as on the wire, 320 bytes per slot: 80 KiB per queue at 256 slots),
 // so that after a PS restart it can replay a result another worker lost
 // (docs/protocol.md "Failures, runs and restarts"; Received). Every result
 // costs one 248-byte copy. ResultsAfterLowest says which results the engine

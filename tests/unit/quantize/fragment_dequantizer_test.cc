@@ -2,7 +2,7 @@
 // byte-exact copy of the payload, zero-padded to whole lines: whole fragments (its AVX-512 kernel
 // where the CPU has one) and every shorter length, random, edge and midpoint ints, scales that take
 // the reciprocal with and without its per-lane exponent check and scales that must divide, every
-// rounding mode, payloads at odd addresses, and nothing written past the output's end.
+// rounding mode, payloads at unaligned addresses, and nothing written past the output's end.
 #include "lib/quantize/fragment_dequantizer.h"
 
 #include <algorithm>
@@ -37,15 +37,15 @@ const float kSentinel = std::bit_cast<float>(0x5a5a5a5au);
 constexpr int64_t kLimit = int64_t{1} << 24;
 
 // Scales that take the multiply without an exponent check (1e8, 1, 2^20),
-// with one (2^-1010: 1 / scale too large for ExponentsInRange; 2^149), and
-// the division (2^1010: outside ReciprocalApplies).
+// with one (2^149: 1 / scale too small for ExponentsInRange), and the
+// division (2^-1010 and 2^1010: outside ReciprocalApplies).
 const std::array<double, 7> kScales = {
     kDefaultScale,        1.0, 1048576.0, std::ldexp(1.0, -1010), std::ldexp(1.0, 149), 3.0,
     std::ldexp(1.0, 1010)};
 
 using testing_support::RoundingModeScope;
 
-// A payload of big-endian ints at an odd address, its pad after `n` values
+// A payload of big-endian ints at an unaligned address, its pad after `n` values
 // nonzero (the copy must carry it as it is).
 struct Payload {
   explicit Payload(std::span<const int32_t> q) : buffer(kMisalign + kBytes, 0xa5) {
@@ -175,7 +175,9 @@ TEST(FragmentDequantizerTest, EverySmallIntMatchesScalar) {
 }
 
 // The rounding mode is the calling thread's at the call, not at
-// construction: a dequantizer made in round-to-nearest follows a later mode.
+// construction: a dequantizer made in round-to-nearest follows a later mode,
+// on the double-precision path (random ints) and on the single-precision
+// one, which applies only in round-to-nearest (small ints).
 TEST(FragmentDequantizerTest, FollowsTheRoundingModeOfEachCall) {
   std::mt19937_64 rng(kSeed + 2);
   std::vector<FragmentDequantizer> dequantizers;
@@ -185,6 +187,13 @@ TEST(FragmentDequantizerTest, FollowsTheRoundingModeOfEachCall) {
     for (const FragmentDequantizer& dequantizer : dequantizers) {
       for (size_t n : {size_t{0}, size_t{5}, size_t{16}, size_t{61}, kValues}) {
         ExpectSameAsScalar(dequantizer, RandomInts(rng, n), "mode " + std::to_string(mode));
+        if (testing::Test::HasFatalFailure()) return;
+      }
+      std::uniform_int_distribution<int32_t> small(-(1 << 24), 1 << 24);
+      for (int i = 0; i < 50; ++i) {
+        std::vector<int32_t> q(kValues);
+        for (int32_t& v : q) v = small(rng);
+        ExpectSameAsScalar(dequantizer, q, "small ints, mode " + std::to_string(mode));
         if (testing::Test::HasFatalFailure()) return;
       }
     }

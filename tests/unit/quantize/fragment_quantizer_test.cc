@@ -3,7 +3,7 @@
 // has one: all four blocks small, or not) and every shorter length, small
 // and large products, products around half-integers, NaN, infinities and
 // saturation in any block, scales that are floats and scales that are not,
-// every rounding mode, output at odd addresses, and nothing written past
+// every rounding mode, output at unaligned addresses, and nothing written past
 // 4 * n bytes.
 #include "lib/quantize/fragment_quantizer.h"
 

@@ -241,7 +241,7 @@ TEST(QuantizeAvx2Test, RandomTiesMatchScalar) {
 // Products just around half-integers, up to 2^24 in magnitude, at float
 // scales that are not powers of two: where the AVX-512 kernel's
 // single-precision path (quantize_avx512.cc) would round wrong without its
-// tie check or with a wider range, in whole 16-lane blocks of them. x is
+// round-to-odd step or with a wider range, in whole 16-lane blocks of them. x is
 // the float nearest (n + 1/2) / s and its neighbours up to 3 ulps away.
 TEST(QuantizeAvx2Test, ProductsAroundHalfIntegersMatchScalar) {
   SKIP_WITHOUT_AVX2();
