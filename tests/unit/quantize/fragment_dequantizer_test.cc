@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "atp/cpu_isa.h"
 #include "atp/quantize.h"
 #include "gtest/gtest.h"
 #include "tests/unit/quantize/rounding_mode_scope.h"
@@ -91,6 +92,20 @@ std::vector<int32_t> RandomInts(std::mt19937_64& rng, size_t n) {
   std::vector<int32_t> q(n);
   for (int32_t& v : q) v = static_cast<int32_t>(static_cast<uint32_t>(rng()));
   return q;
+}
+
+// Where MaxCpuIsa() allows no AVX-512, every test here runs the dispatched
+// general kernel and a copy: said, not passed silently.
+TEST(FragmentDequantizerTest, TheWholeFragmentKernelIsTheOneTested) {
+  if (MaxCpuIsa() < CpuIsa::kAvx512) {
+    GTEST_SKIP() << "no AVX-512 here (or ATP_MAX_CPU_ISA caps it): the whole-fragment kernel is "
+                    "untested, only the general one";
+  }
+  std::mt19937_64 rng(kSeed + 3);
+  std::uniform_int_distribution<int32_t> small(-(1 << 24), 1 << 24);
+  std::vector<int32_t> q(kValues);
+  for (int32_t& v : q) v = small(rng);
+  ExpectSameAsScalar(FragmentDequantizer(kDefaultScale), q, "small ints");
 }
 
 TEST(FragmentDequantizerTest, RandomFragmentsOfEveryLengthMatchScalar) {

@@ -61,6 +61,30 @@ std::vector<float> Values(std::mt19937_64& rng, size_t n, float sigma) {
   return v;
 }
 
+// The whole-fragment AVX-512 kernel called directly (the tests below reach
+// it through FragmentQuantizer only where MaxCpuIsa() allows it): small and
+// large fragments, float and non-float scales. Skipped, and said so, where
+// the CPU has no AVX-512.
+TEST(FragmentQuantizerTest, TheAvx512KernelMatchesScalar) {
+  if (!HasAvx512())
+    GTEST_SKIP() << "this CPU has no AVX-512: the whole-fragment kernel is untested";
+  std::mt19937_64 rng(kSeed + 4);
+  for (double scale : kScales) {
+    const auto as_float = static_cast<float>(scale);
+    const float float_scale = double{as_float} == scale ? as_float : 0.0f;
+    for (float sigma : {1e-3f, 1e-2f, 30.0f}) {
+      const std::vector<float> in = Values(rng, kValues, sigma);
+      std::array<uint8_t, kBytes> want;
+      std::array<uint8_t, kBytes> got;
+      EXPECT_EQ(quantize_internal::QuantizeFragmentToWireAvx512(in.data(), scale, float_scale,
+                                                                got.data()),
+                QuantizeToWireScalar(in, scale, want))
+          << "scale=" << scale << " sigma=" << sigma;
+      EXPECT_EQ(got, want) << "scale=" << scale << " sigma=" << sigma;
+    }
+  }
+}
+
 TEST(FragmentQuantizerTest, EveryLengthMatchesScalar) {
   std::mt19937_64 rng(kSeed);
   for (double scale : kScales) {
