@@ -211,12 +211,12 @@ ATP_TARGET_AVX512 QuantizeOutcome QuantizeFragmentToWireAvx512(const float* in, 
     __m512i q1;
     __m512i q2;
     __m512i q3;
-    // Evaluated all four (no short circuit): one branch for the fragment.
-    const bool small = QuantizeSmall16(_mm512_loadu_ps(in), s, &q0) &
-                       QuantizeSmall16(_mm512_loadu_ps(in + 16), s, &q1) &
-                       QuantizeSmall16(_mm512_loadu_ps(in + 32), s, &q2) &
-                       QuantizeSmall16(_mm512_loadu_ps(in + 46), s, &q3);
-    if (small) {
+    // All four evaluated (no short circuit): one branch for the fragment.
+    const bool small0 = QuantizeSmall16(_mm512_loadu_ps(in), s, &q0);
+    const bool small1 = QuantizeSmall16(_mm512_loadu_ps(in + 16), s, &q1);
+    const bool small2 = QuantizeSmall16(_mm512_loadu_ps(in + 32), s, &q2);
+    const bool small3 = QuantizeSmall16(_mm512_loadu_ps(in + 46), s, &q3);
+    if (small0 && small1 && small2 && small3) {
       _mm512_storeu_si512(out, SwapBytes32(q0));
       _mm512_storeu_si512(out + 64, SwapBytes32(q1));
       _mm512_storeu_si512(out + 128, SwapBytes32(q2));
