@@ -8,11 +8,10 @@
 // Same bytes and outcome as atp::QuantizeToWire (bit-identical, every
 // rounding mode). What it adds, measured on the push path (bench/RESULTS.md,
 // "Single precision where it is exact, and the replay copy around the
-// cache"): the kernel and the scale's checks
-// are chosen once, not per fragment, and a whole fragment of small products
-// (the common case: gradients) is four blocks of the AVX-512 kernel's
-// single-precision path with one branch, without the general kernel's
-// chunking and bounds.
+// cache"): the kernel and the scale's checks are chosen once, not per
+// fragment, and a whole fragment of small products (the common case:
+// gradients) is four blocks of the AVX-512 kernel's single-precision path
+// with one branch, without the general kernel's chunking and bounds.
 #ifndef ATP_LIB_QUANTIZE_FRAGMENT_QUANTIZER_H_
 #define ATP_LIB_QUANTIZE_FRAGMENT_QUANTIZER_H_
 
