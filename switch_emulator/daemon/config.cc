@@ -79,15 +79,7 @@ class Parser {
   explicit Parser(std::string_view path) : ctx_{std::string(path)} {}
 
   absl::StatusOr<SwitchdConfig> Parse(std::string_view text) {
-    YAML::Node root;
-    try {
-      // One document: YAML::LoadAll, which would let a second one be
-      // refused, never returns on some inputs (yaml-cpp 0.7, "," alone: found
-      // by switchd_config_fuzzer), so a second document is still ignored.
-      root = YAML::Load(std::string(text));
-    } catch (const YAML::Exception& e) {
-      return ctx_.Error(e.mark.line < 0 ? 1 : e.mark.line + 1, absl::StrCat("YAML: ", e.msg));
-    }
+    ATP_ASSIGN_OR_RETURN(YAML::Node root, internal::LoadOneDocument(ctx_, std::string(text)));
     config_.path = ctx_.path;
     ATP_ASSIGN_OR_RETURN(MapReader top, MapReader::Create(ctx_, YamlField{root, 1}, "config"));
     ATP_RETURN_IF_ERROR(ParseTop(top));

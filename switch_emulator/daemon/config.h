@@ -6,10 +6,10 @@
 //   //   "/etc/atp/tor0.yaml:12: ports[1].queues: 17 is not in 1..16"
 //
 // Every error names the file and the 1-based line of the offending node, then
-// the field and the reason. Unknown keys, duplicate keys, wrong types, values
-// out of range, references to unknown ports or groups, and aggregator slices
-// that overlap or leave the array are all refused. docs/switchd.md is the
-// reference of the format.
+// the field and the reason. A second YAML document, unknown keys, duplicate
+// keys, wrong types, values out of range, references to unknown ports or
+// groups, and aggregator slices that overlap or leave the array are all
+// refused. docs/switchd.md is the reference of the format.
 #ifndef ATP_SWITCH_EMULATOR_DAEMON_CONFIG_H_
 #define ATP_SWITCH_EMULATOR_DAEMON_CONFIG_H_
 

@@ -1,9 +1,13 @@
 #include "switch_emulator/daemon/yaml_reader.h"
 
+#include <sstream>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "atp/status_macros.h"
+#include "yaml-cpp/eventhandler.h"
 
 namespace atp::switchd::internal {
 namespace {
@@ -19,7 +23,82 @@ absl::string_view KindName(const YAML::Node& node) {
   return "nothing";
 }
 
+// DocumentProbe: what the one-document check needs of a YAML document's
+// events: the line it starts on and whether it holds anything. An empty
+// document ('---' and nothing after it) is a single null, like '~'.
+class DocumentProbe : public YAML::EventHandler {
+ public:
+  int line() const { return line_; }
+  bool holds_something() const { return holds_something_; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    line_ = mark.line < 0 ? 1 : mark.line + 1;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override { holds_something_ = true; }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    holds_something_ = true;
+  }
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    holds_something_ = true;
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    holds_something_ = true;
+  }
+  void OnMapEnd() override {}
+
+ private:
+  int line_ = 1;
+  bool holds_something_ = false;
+};
+
+absl::Status MoreThanOneDocument(const YamlContext& ctx, const DocumentProbe& extra) {
+  return ctx.Error(extra.line(),
+                   "the configuration holds more than one YAML document (another "
+                   "starts on this line); a configuration is one document");
+}
+
+// CheckOneDocument: refuses a stream with more documents than the
+// configuration's one (LoadOneDocument says which pass). It asks the parser
+// for at most three documents (the configuration, an empty one, and whether
+// that one was the last), never for every one: on a token no node can start
+// with (',' outside brackets) yaml-cpp 0.7's Parser consumes nothing and
+// hands out an empty document each time it is asked, so reading to the end
+// of the stream (YAML::LoadAll) never returns (switchd_config_fuzzer's
+// comma_alone seed).
+absl::Status CheckOneDocument(const YamlContext& ctx, const std::string& text) {
+  std::istringstream stream(text);
+  YAML::Parser parser(stream);
+  DocumentProbe config;
+  // Nothing to configure: YAML::Load's null node, which the caller refuses.
+  if (!parser.HandleNextDocument(config) || !config.holds_something()) return absl::OkStatus();
+  DocumentProbe second;
+  if (!parser.HandleNextDocument(second)) return absl::OkStatus();
+  if (second.holds_something()) return MoreThanOneDocument(ctx, second);
+  DocumentProbe third;
+  if (!parser.HandleNextDocument(third)) return absl::OkStatus();  // the empty one was last
+  return MoreThanOneDocument(ctx, third);
+}
+
 }  // namespace
+
+absl::StatusOr<YAML::Node> LoadOneDocument(const YamlContext& ctx, const std::string& text) {
+  try {
+    // Parsed twice, for the node and for the document check: yaml-cpp
+    // builds nodes only in YAML::Load (its NodeBuilder is not installed),
+    // and a configuration is a few KiB.
+    YAML::Node root = YAML::Load(text);
+    ATP_RETURN_IF_ERROR(CheckOneDocument(ctx, text));
+    return root;
+  } catch (const YAML::Exception& e) {
+    return ctx.Error(e.mark.line < 0 ? 1 : e.mark.line + 1, absl::StrCat("YAML: ", e.msg));
+  }
+}
 
 YamlField YamlField::Item(const YAML::Node& item) const {
   return YamlField{item, item.IsNull() ? line : YamlContext::LineOf(item, line)};

@@ -2,6 +2,7 @@
 // errors carry the file and the node's line ("<path>:<line>: <field>: <why>").
 //
 //   YamlContext ctx{"tor0.yaml"};
+//   ATP_ASSIGN_OR_RETURN(YAML::Node root, LoadOneDocument(ctx, text));  // one document only
 //   ATP_ASSIGN_OR_RETURN(MapReader top, MapReader::Create(ctx, {root, 1}, "the file"));
 //   if (std::optional<YamlField> n = top.Take("aggregators")) {
 //     ATP_ASSIGN_OR_RETURN(uint64_t v, ctx.Uint(*n, "aggregators", 1, 1 << 24));
@@ -61,6 +62,14 @@ struct YamlContext {
   // Sequence: the node must be a sequence (a YAML list).
   absl::Status Sequence(const YamlField& node, absl::string_view field) const;
 };
+
+// LoadOneDocument: the one YAML document of a configuration file, or
+// InvalidArgument "<path>:<line>: <why>": a syntax error ("YAML: <what>",
+// yaml-cpp's words) or a second document that holds anything (its line).
+// An empty document after the first (a trailing '---') passes when it is
+// the last; a '...' that ends the first starts none. An empty text gives a
+// null node, which the caller refuses.
+absl::StatusOr<YAML::Node> LoadOneDocument(const YamlContext& ctx, const std::string& text);
 
 // MapReader: one YAML mapping whose keys are taken one by one; Finish
 // refuses the ones never taken. Duplicate keys are refused at Create.

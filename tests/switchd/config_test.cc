@@ -241,9 +241,41 @@ TEST(SwitchdConfigTest, BadAddresses) {
             At(5) + "ports[1].pci: '3b:00.0' is not a PCI address (0000:3b:00.0)");
 }
 
-// Inputs that once hung the parser (switchd_config_fuzzer): refused, not a
-// hang.
-TEST(SwitchdConfigTest, ACommaAloneIsRefused) { EXPECT_FALSE(ErrorOf(",").empty()); }
+// A second YAML document would be ignored: refused at the line it starts.
+TEST(SwitchdConfigTest, ASecondDocumentIsRefused) {
+  const std::string refused =
+      "the configuration holds more than one YAML document (another starts on this line); "
+      "a configuration is one document";
+  EXPECT_EQ(ErrorOf(Minimal("---\nports: []\n")), At(5) + refused);
+  EXPECT_EQ(ErrorOf(Minimal("...\n---\nname: t\n")), At(6) + refused);
+  EXPECT_EQ(ErrorOf(Minimal("...\nname: t\n")), At(6) + refused);  // no '---' needed after '...'
+  EXPECT_EQ(ErrorOf(Minimal("---\n~\n---\n")), At(7) + refused);   // one empty one, then more
+}
+
+// A document-end marker, or an empty document at the end (a trailing '---'),
+// says nothing: accepted, as before the check.
+TEST(SwitchdConfigTest, AnEndMarkerOrATrailingEmptyDocumentIsAccepted) {
+  EXPECT_TRUE(ParseSwitchdConfig(Minimal("...\n"), kPath).ok());
+  EXPECT_TRUE(ParseSwitchdConfig(Minimal("...\n# the end\n...\n"), kPath).ok());
+  EXPECT_TRUE(ParseSwitchdConfig(Minimal("---\n"), kPath).ok());
+  EXPECT_TRUE(ParseSwitchdConfig(Minimal("...\n---\n# nothing\n"), kPath).ok());
+}
+
+// Inputs on which yaml-cpp's parser hands out empty documents forever (a ','
+// outside brackets; YAML::LoadAll never returned, switchd_config_fuzzer):
+// refused, not a hang.
+TEST(SwitchdConfigTest, ACommaOutsideBracketsIsRefused) {
+  EXPECT_THAT(ErrorOf(","), StartsWith(At(1) + "config: expected a mapping"));
+  EXPECT_THAT(ErrorOf(Minimal("---\n,")), StartsWith(At(6) + "the configuration holds more"));
+  EXPECT_THAT(ErrorOf(Minimal("...\n,")), StartsWith(At(6) + "the configuration holds more"));
+}
+
+// What holds no configuration is refused as such, not as documents.
+TEST(SwitchdConfigTest, OnlyMarkersOrCommentsAreAnEmptyConfiguration) {
+  for (const char* text : {"---", "---\n", "--- \n---", "...", "# a comment\n# another\n"}) {
+    EXPECT_THAT(ErrorOf(text), HasSubstr("config: expected a mapping")) << text;
+  }
+}
 
 // Two ports on one resource would fail to open at start (or share it
 // silently), and a kernel UDP port sending into this switch's own socket is

@@ -236,6 +236,10 @@ yaml rate "ports[0].rate_mbps: 0 is not in 1..1000000" "${head}ports:
 yaml queue_frames "ports[0].queue_frames: only with rate_mbps" "${head}ports:
   - {name: a, type: memif, socket: /tmp/atp-x.sock, queue_frames: 64}
 "
+yaml two_documents "two_documents.yaml:4: the configuration holds more than one YAML document" "${head}ports: [{name: a, type: memif, socket: /tmp/atp-x.sock}]
+---
+ports: [{name: b, type: memif, socket: /tmp/atp-y.sock}]
+"
 
 # --- atp-ping
 expect "--count" atp-ping --count=0
