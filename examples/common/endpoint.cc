@@ -18,6 +18,7 @@
 #include "atp/config.h"
 #include "atp/status_macros.h"
 #include "atp/transport/dpdk.h"
+#include "lib/tool/flag_checks.h"
 
 namespace atp::examples {
 namespace {
@@ -302,7 +303,12 @@ absl::Status BuildCapture(const EndpointFlags& flags, EndpointSpec& spec) {
   ATP_RETURN_IF_ERROR(CheckRange("pcap_max_files", flags.pcap_max_files, 1, 1 << 20));
   c.max_file_bytes = uint64_t{static_cast<uint32_t>(flags.pcap_max_file_mb)} << 20;
   c.max_files = static_cast<uint32_t>(flags.pcap_max_files);
-  if (absl::Status s = c.Validate("capture"); !s.ok()) return FlagError("pcap_dir", s.message());
+  // The directory is checked as the flag's value: CaptureOptions::Validate
+  // would name its own field ("--pcap_dir: capture.directory: ...").
+  ATP_RETURN_IF_ERROR(tool::CheckWritableDirectory("pcap_dir", flags.pcap_dir));
+  if (absl::Status s = c.Validate("--pcap_dir"); !s.ok()) {
+    return absl::InvalidArgumentError(s.message());
+  }
   spec.description = absl::StrCat(spec.description, ", capturing to ", flags.pcap_dir);
   return absl::OkStatus();
 }

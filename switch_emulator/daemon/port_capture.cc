@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "atp/capture.h"
 #include "atp/status_macros.h"
+#include "lib/tool/flag_checks.h"
 
 namespace atp::switchd {
 
@@ -30,6 +31,11 @@ absl::Status CheckPortCapture(const SwitchdConfig& config, const PortCaptureOpti
     }
     return absl::OkStatus();
   }
+  // The directory is checked as the flag it came from ("--pcap_dir: '/x'
+  // does not exist"): CaptureOptions::Validate would name its own field
+  // ("--pcap_dir.directory: ..."). Its other checks (libpcap in this build)
+  // read right after the flag's name.
+  ATP_RETURN_IF_ERROR(tool::CheckWritableDirectory("pcap_dir", options.directory));
   CaptureOptions c;
   c.directory = options.directory;
   c.max_file_bytes = options.max_file_bytes;

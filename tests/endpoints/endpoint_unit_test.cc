@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "atp/capture.h"
 #include "atp/config.h"
 #include "atp/transport_factory.h"
 #include "examples/common/endpoint.h"
@@ -28,6 +29,16 @@ EndpointFlags MemifFlags() {
   f.racks = 2;
   f.workers_per_rack = 2;
   f.io_threads = 2;
+  return f;
+}
+
+// KernelUdpFlags: a worker over the kernel UDP overlay (no DPDK needed).
+EndpointFlags KernelUdpFlags() {
+  EndpointFlags f = MemifFlags();
+  f.memif_socket.clear();
+  f.transport = "kernel_udp";
+  f.udp_bind = "127.0.0.1:47010";
+  f.udp_gateway = "127.0.0.2:47000";
   return f;
 }
 
@@ -234,11 +245,7 @@ TEST(BuildEndpointTest, BadFlagsNameTheFlag) {
 }
 
 TEST(BuildEndpointTest, KernelUdpOverlay) {
-  EndpointFlags f = MemifFlags();
-  f.memif_socket.clear();
-  f.transport = "kernel_udp";
-  f.udp_bind = "127.0.0.1:47010";
-  f.udp_gateway = "127.0.0.2:47000";
+  const EndpointFlags f = KernelUdpFlags();
   absl::StatusOr<EndpointSpec> spec = BuildEndpoint(f, Worker(2));
   ASSERT_TRUE(spec.ok()) << spec.status();
   const TransportOptions& t = spec->transport;
@@ -276,6 +283,24 @@ TEST(BuildEndpointTest, KernelUdpOverlay) {
   EXPECT_THAT(error([](EndpointFlags& g) { g.dpdk_memory_mb = 512; }), StartsWith("--dpdk_memory_mb:"));
   EXPECT_THAT(error([](EndpointFlags& g) { g.memif_role = "server"; }), StartsWith("--memif_role:"));
   EXPECT_THAT(error([](EndpointFlags& g) { g.dpdk_port = "pci"; }), StartsWith("--dpdk_port:"));
+}
+
+// --pcap_dir's directory is refused as the flag's value, not as the field of
+// CaptureOptions it fills ("--pcap_dir: capture.directory: ...").
+TEST(BuildEndpointTest, ACaptureDirectoryIsCheckedAsTheFlag) {
+  EndpointFlags f = KernelUdpFlags();
+  f.pcap_dir = "/nonexistent-atp-dir";
+  EXPECT_EQ(ErrorOf(f, Worker(0)), "--pcap_dir: '/nonexistent-atp-dir' does not exist");
+  f.pcap_dir = ::testing::TempDir();
+  if (!CaptureAvailable()) {
+    EXPECT_THAT(ErrorOf(f, Worker(0)),
+                StartsWith("--pcap_dir: this libatp was built without libpcap"));
+    return;
+  }
+  absl::StatusOr<EndpointSpec> spec = BuildEndpoint(f, Worker(0));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->transport.capture.directory, f.pcap_dir);
+  EXPECT_EQ(spec->transport.capture.name, "w0");
 }
 
 TEST(InputsTest, ExactSumsForEveryJobSize) {

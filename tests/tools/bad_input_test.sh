@@ -104,7 +104,7 @@ expect "--tensor_floats" atp-throughput "${worker[@]}" --tensor_floats=400000000
 expect "--rto_floor_us" atp-throughput "${worker[@]}" --rto_floor_us=0
 expect "--max_sleep_us" atp-throughput "${worker[@]}" --max_sleep_us=0
 expect "--pcap_max_files" atp-throughput "${worker[@]}" --pcap_max_files=3
-expect "--pcap_dir" atp-throughput "${worker[@]}" --pcap_dir=/nonexistent-atp-dir
+expect "--pcap_dir: '/nonexistent-atp-dir' does not exist" atp-throughput "${worker[@]}" --pcap_dir=/nonexistent-atp-dir
 expect "--udp_gateway" atp-throughput --role=worker --rank=0 --transport=kernel_udp \
   --udp_bind=127.0.0.1:47000 --udp_gateway=127.0.0.1:47000
 expect "--address" atp-throughput "${worker[@]}" --address=10.1.200.1
@@ -162,7 +162,7 @@ expect "--max_sleep_us" atp-switchd --config="$good" --max_sleep_us=0
 expect "--min_sleep_us" atp-switchd --config="$good" --min_sleep_us=-5
 expect "--max_sleep_us" atp-switchd --config="$good" --busy_poll --max_sleep_us=10
 expect "--pcap_max_files" atp-switchd --config="$good" --pcap_max_files=2
-expect "--pcap_dir" atp-switchd --config="$good" --pcap_dir=/nonexistent-atp-dir
+expect "--pcap_dir: '/nonexistent-atp-dir' does not exist" atp-switchd --config="$good" --pcap_dir=/nonexistent-atp-dir
 expect "--metrics_address" atp-switchd --config="$good" --metrics_address=0.0.0.0
 expect "--metrics_port" atp-switchd --config="$good" --metrics_port=-2
 # yaml NAME MESSAGE BODY: a configuration that --check_config refuses.
