@@ -93,6 +93,242 @@ TEST(RunTrackerTest, AJoinOlderThanItsLifetimeDecidesNothing) {
   EXPECT_EQ(d->mode, RebuildMode::kFreshPs);
 }
 
+// The redo (lib/ps/run_tracker.cc): the worker restarted alone and died,
+// the new run's decision that took its join, and what may undo it. Times are
+// 100 ms apart, all within kJoinLifetime of each other unless said.
+class RunTrackerRedoTest : public ::testing::Test {
+ protected:
+  // Next: the time of the next join.
+  TimePoint Next() { return t_ += TimeDelta::FromMilliseconds(100); }
+  std::optional<RebuildDecision> OnJoin(int worker, uint64_t incarnation,
+                                        const JoinBody& join = Join(0)) {
+    return tracker_.OnJoin(0, worker, incarnation, join, Next());
+  }
+  // Synchronized: the last decision was made with `incarnations` (by worker).
+  bool Synchronized(std::vector<uint64_t> incarnations) const {
+    for (size_t w = 0; w < incarnations.size(); ++w) {
+      if (!tracker_.SynchronizedWith(0, static_cast<int>(w), incarnations[w])) return false;
+    }
+    return !tracker_.Unsynchronized(0);
+  }
+  // DecideTheNewRunWithADeadWorker: run 1 (11, 12) decided at 40; worker 0
+  // restarted alone as 13 and died; a new run's worker 1 (22) joins while
+  // 13's join is young: the new run is decided with 13 (kNewRun).
+  void DecideTheNewRunWithADeadWorker() {
+    ASSERT_FALSE(OnJoin(0, 11, Join(40)).has_value());
+    ASSERT_TRUE(OnJoin(1, 12, Join(40)).has_value());
+    ASSERT_FALSE(OnJoin(0, 13).has_value());
+    ASSERT_TRUE(tracker_.Unsynchronized(0));  // held back: a lone restart
+    const std::optional<RebuildDecision> d = OnJoin(1, 22);
+    ASSERT_TRUE(d.has_value());
+    ASSERT_EQ(d->mode, RebuildMode::kNewRun);
+    ASSERT_TRUE(Synchronized({13, 22}));
+  }
+
+  RunTracker tracker_{/*workers=*/2, /*served_queues=*/1};
+  TimePoint t_ = TimePoint::FromNanoseconds(1'000'000);
+};
+
+TEST_F(RunTrackerRedoTest, ANewRunDecidedWithADeadLoneRestartIsRedoneWithItsOwnWorker) {
+  DecideTheNewRunWithADeadWorker();
+  // The new run's worker 0 (21) joins: held back (a lone restart by the
+  // rules) ...
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  // ... until worker 1 answers the PS's join request: nothing moved, 21 was
+  // never seen before: decided again as a new run with the living workers.
+  const std::optional<RebuildDecision> d = OnJoin(1, 22);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_EQ(d->lowest, 0u);
+  EXPECT_EQ(d->joins.size(), 2u);
+  EXPECT_TRUE(Synchronized({21, 22}));
+  // The run goes on: the next round of joins is a kResync.
+  EXPECT_FALSE(OnJoin(0, 21, Join(3)).has_value());
+  const std::optional<RebuildDecision> again = OnJoin(1, 22, Join(3));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->mode, RebuildMode::kResync);
+}
+
+TEST_F(RunTrackerRedoTest, TheRedoTakesTheSynchronizedWorkersAnswersFromTheHoldOnly) {
+  DecideTheNewRunWithADeadWorker();
+  // The PS asks before worker 0's own join came: worker 1 answers alone
+  // (13, the dead one, never answers): nothing.
+  EXPECT_FALSE(OnJoin(1, 22).has_value());
+  // Worker 0's join completes a set, but worker 1's answer came before the
+  // queue was held back (its run could have moved after it): nothing yet.
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  // The next join request's answers: the redo.
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  const std::optional<RebuildDecision> d = OnJoin(1, 22);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_TRUE(Synchronized({21, 22}));
+}
+
+TEST_F(RunTrackerRedoTest, AnAnswerAtZeroFromBeforeTheRunMovedRedoesNothing) {
+  // Run 1 (11, 12) decided at 0; worker 1 answers a join request at 0, then
+  // run 1 does its work (no join says so). Run 2's worker 0 joins: the set
+  // {21, 12} mixes, all at 0, but 12's answer came before the hold: no new
+  // run with run 1's worker (its scale would be checked against 21's).
+  ASSERT_FALSE(OnJoin(0, 11).has_value());
+  ASSERT_TRUE(OnJoin(1, 12).has_value());
+  EXPECT_FALSE(OnJoin(1, 12).has_value());
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  EXPECT_TRUE(tracker_.SynchronizedWith(0, 1, 12));
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  // Run 2's worker 1, then worker 0's answer to the PS's request: a new run.
+  EXPECT_FALSE(OnJoin(1, 22).has_value());
+  const std::optional<RebuildDecision> d = OnJoin(0, 21);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_TRUE(Synchronized({21, 22}));
+}
+
+TEST_F(RunTrackerRedoTest, ANewRunWhoseWorkerJoinsBeforeTheOthersNeedsNoRedo) {
+  ASSERT_FALSE(OnJoin(0, 11, Join(40)).has_value());
+  ASSERT_TRUE(OnJoin(1, 12, Join(40)).has_value());
+  ASSERT_FALSE(OnJoin(0, 13).has_value());  // restarted alone, dies
+  // The new run's worker 0 joins first: it replaces 13, and worker 1's join
+  // decides the new run with the living workers.
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  const std::optional<RebuildDecision> d = OnJoin(1, 22);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_TRUE(Synchronized({21, 22}));
+}
+
+TEST_F(RunTrackerRedoTest, ARunThatMovedIsNotRedone) {
+  DecideTheNewRunWithADeadWorker();
+  // Worker 1 got a result since (a position completed before worker 0's
+  // join came): worker 0 joining now is a worker restarted alone.
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  EXPECT_FALSE(OnJoin(1, 22, Join(1)).has_value());
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  // Also with a result out of order only, and with the newcomer's.
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  EXPECT_FALSE(OnJoin(1, 22, Join(0, {2})).has_value());
+  EXPECT_FALSE(OnJoin(0, 21, Join(0, {1})).has_value());
+  EXPECT_FALSE(OnJoin(1, 22).has_value());
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  EXPECT_TRUE(tracker_.SynchronizedWith(0, 0, 13));
+}
+
+TEST_F(RunTrackerRedoTest, ALateJoinOfAnOlderRunIsNeverLetIntoARedo) {
+  DecideTheNewRunWithADeadWorker();
+  // Run 1's worker 0 (11), at 0 (its first join, delayed), or where it
+  // stood: it was seen before the decision. With worker 1's answer, no redo.
+  EXPECT_FALSE(OnJoin(0, 11).has_value());
+  EXPECT_FALSE(OnJoin(1, 22).has_value());
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  EXPECT_FALSE(OnJoin(0, 11, Join(40)).has_value());
+  EXPECT_FALSE(OnJoin(1, 22).has_value());
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  // Run 1's worker 1 (12), late, beside the new run's worker 0: all new, but
+  // no new run with a process the decision replaced.
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  EXPECT_FALSE(OnJoin(1, 12).has_value());
+  EXPECT_TRUE(tracker_.SynchronizedWith(0, 1, 22));
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  // The living workers answer the next join request: the redo.
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  const std::optional<RebuildDecision> d = OnJoin(1, 22);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_TRUE(Synchronized({21, 22}));
+}
+
+TEST_F(RunTrackerRedoTest, TheDeadWorkersLateJoinAfterTheRedoIsNeverLetBackIn) {
+  DecideTheNewRunWithADeadWorker();
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  ASSERT_TRUE(OnJoin(1, 22).has_value());  // the redo
+  ASSERT_TRUE(Synchronized({21, 22}));
+  // 13's join, late (the run has not moved): it was part of a decision.
+  EXPECT_FALSE(OnJoin(0, 13).has_value());
+  EXPECT_FALSE(OnJoin(1, 22).has_value());
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  // Worker 0 answers the next join request: the run it serves, kResync.
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  const std::optional<RebuildDecision> d = OnJoin(1, 22);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kResync);
+  EXPECT_TRUE(Synchronized({21, 22}));
+}
+
+TEST_F(RunTrackerRedoTest, TheDeadWorkersLateJoinBeforeTheRedoDoesNotBarTheNewRun) {
+  DecideTheNewRunWithADeadWorker();
+  // Worker 0 of the new run joins, then 13's join arrives late (it was
+  // decided with: a kResync with worker 1's answer, nothing moved) ...
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  EXPECT_FALSE(OnJoin(0, 13).has_value());
+  std::optional<RebuildDecision> d = OnJoin(1, 22);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kResync);
+  // ... and 21's kOpBegin, then its join with worker 1's answer: 21 was seen
+  // only after the new run's decision, so the redo is made.
+  EXPECT_TRUE(tracker_.OnOtherIncarnation(0, 0, 21));
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  d = OnJoin(1, 22);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_TRUE(Synchronized({21, 22}));
+}
+
+TEST_F(RunTrackerRedoTest, AFreshPsDecisionWithADeadWorkerIsRedoneAsANewRun) {
+  // A restarted PS: worker 0's lone restart (13) joins and dies; a new run's
+  // worker 1 decides with it (kFreshPs); the new run's worker 0 and worker
+  // 1's answer make the redo, a new run (the PS holds nothing of it).
+  EXPECT_FALSE(OnJoin(0, 13).has_value());
+  std::optional<RebuildDecision> d = OnJoin(1, 22);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kFreshPs);
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  d = OnJoin(1, 22);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_TRUE(Synchronized({21, 22}));
+}
+
+TEST_F(RunTrackerRedoTest, AnIncarnationSeenOnlyByItsOpBeginBeforeTheDecisionIsBarred) {
+  // A fresh PS sees worker 0 as 13 by a kOpBegin only (its join lost), then
+  // decides with 14 and 22. 13's join later is older than that decision.
+  EXPECT_FALSE(tracker_.OnOtherIncarnation(0, 0, 13));
+  EXPECT_FALSE(tracker_.Unsynchronized(0));
+  EXPECT_FALSE(OnJoin(0, 14).has_value());
+  ASSERT_TRUE(OnJoin(1, 22).has_value());
+  EXPECT_FALSE(OnJoin(0, 13).has_value());
+  EXPECT_FALSE(OnJoin(1, 22).has_value());
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  EXPECT_TRUE(tracker_.SynchronizedWith(0, 0, 14));
+}
+
+TEST(RunTrackerRedoThreeWorkersTest, EveryNewcomerJoinsBeforeTheRedo) {
+  // Workers 0 and 2 restarted alone (13, 33) and died; the new run's worker 1
+  // (22) decided with them. The redo waits for both newcomers.
+  RunTracker tracker(/*workers=*/3, /*served_queues=*/1);
+  TimePoint t = TimePoint::FromNanoseconds(1'000'000);
+  const TimeDelta step = TimeDelta::FromMilliseconds(100);
+  ASSERT_FALSE(tracker.OnJoin(0, 0, 11, Join(40), t += step).has_value());
+  ASSERT_FALSE(tracker.OnJoin(0, 1, 12, Join(40), t += step).has_value());
+  ASSERT_TRUE(tracker.OnJoin(0, 2, 32, Join(40), t += step).has_value());
+  ASSERT_FALSE(tracker.OnJoin(0, 0, 13, Join(0), t += step).has_value());
+  ASSERT_FALSE(tracker.OnJoin(0, 2, 33, Join(0), t += step).has_value());
+  std::optional<RebuildDecision> d = tracker.OnJoin(0, 1, 22, Join(0), t += step);
+  ASSERT_TRUE(d.has_value());
+  ASSERT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_FALSE(tracker.OnJoin(0, 0, 21, Join(0), t += step).has_value());
+  EXPECT_FALSE(tracker.OnJoin(0, 1, 22, Join(0), t += step).has_value());
+  d = tracker.OnJoin(0, 2, 23, Join(0), t += step);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  for (int w = 0; w < 3; ++w) {
+    EXPECT_TRUE(tracker.SynchronizedWith(0, w, static_cast<uint64_t>(21 + w))) << w;
+  }
+  EXPECT_FALSE(tracker.Unsynchronized(0));
+}
+
 TEST(RecoveryPlanTest, AsksTheWorkerFurthestAheadForWhatOnlySomeHave) {
   // Worker 1 has 10..12 in order and 15; worker 2 has 11 and 15 out of order.
   const RecoveryPlan plan =

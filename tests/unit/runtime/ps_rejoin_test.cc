@@ -444,5 +444,35 @@ TEST_F(PsNewRunTest, ANewRunIsDecidedWithoutTheJoinOfAWorkerThatRestartedAloneAn
   for (uint32_t word : result->payload) EXPECT_EQ(word, 6u);
 }
 
+TEST_F(PsNewRunTest, ANewRunDecidedWithTheJoinOfADeadLoneRestartIsRedoneWithItsOwnWorker) {
+  RunCompletes(*ps_, sent_, now_, /*run=*/0, /*positions=*/1);
+  // Worker 1 restarts alone (run 1), joins, and dies. Within that join's
+  // lifetime a whole new run (2) starts, and its worker 0 joins first: a new
+  // run, decided with run 1's worker 1 (nothing tells it from run 2's yet).
+  const TimeDelta step = TimeDelta::FromMilliseconds(100);
+  TimePoint t = now_;
+  Join(*ps_, sent_, t += step, /*worker=*/1, /*run=*/1);
+  Join(*ps_, sent_, t += step, /*worker=*/0, /*run=*/2);
+  // Run 2's worker 1 joins: held back like a worker restarted alone; both
+  // workers' resends are held back, and the PS asks for joins.
+  Join(*ps_, sent_, t += step, /*worker=*/1, /*run=*/2);
+  sent_.messages.clear();
+  for (int w = 0; w < kWorkers; ++w) ps_->OnMessage(Resend(w, 0, 3), t, sent_);
+  EXPECT_FALSE(sent_.Result(0).has_value());
+  EXPECT_EQ(UnsynchronizedGradients(*ps_), 2u);
+  const std::vector<protocol::StatusBody> statuses = sent_.Statuses();
+  ASSERT_EQ(statuses.size(), 1u);
+  EXPECT_EQ(statuses[0].kind, protocol::StatusKind::kJoinRequest);
+  // Worker 0 answers, at 0 like worker 1: the new run is decided again with
+  // its own workers, and 0 completes with run 2's sum.
+  Join(*ps_, sent_, t += step, /*worker=*/0, /*run=*/2);
+  sent_.messages.clear();
+  for (int w = 0; w < kWorkers; ++w) ps_->OnMessage(Resend(w, 0, 3), t, sent_);
+  const std::optional<wire::AtpMessage> result = sent_.Result(0);
+  ASSERT_TRUE(result.has_value()) << "held back: " << UnsynchronizedGradients(*ps_);
+  for (uint32_t word : result->payload) EXPECT_EQ(word, 6u);
+  EXPECT_TRUE(Mismatches(sent_).empty());
+}
+
 }  // namespace
 }  // namespace atp::host
