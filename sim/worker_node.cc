@@ -178,6 +178,7 @@ worker::WorkerQueueStats WorkerNode::Stats() const {
     total.parameter_packets += s.parameter_packets;
     total.overflow_requests += s.overflow_requests;
     total.collisions_seen += s.collisions_seen;
+    total.float_results += s.float_results;
     total.ecn_marks += s.ecn_marks;
     total.ignored_unknown_seq += s.ignored_unknown_seq;
     total.ignored_foreign += s.ignored_foreign;

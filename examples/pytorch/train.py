@@ -150,8 +150,8 @@ def train(args):
         return {"rank": rank, "param_sha256": digest}
     totals = {k: sum(c[k] for c in per_step) for k in per_step[0]} if per_step else {}
     if totals:
-        totals["overflow_fraction"] = (totals["overflow_requests"] / totals["fragments_sent"]
-                                       if totals["fragments_sent"] else 0.0)
+        totals["overflow_fraction"] = (totals["float_results"] / totals["parameter_packets"]
+                                       if totals["parameter_packets"] else 0.0)
     warm = step_times[len(step_times) // 10:]  # the first 10% warm up caches and windows
     return {"backend": args.backend, "world_size": world, "accuracy": accuracy,
             "losses": losses, "step_time_s": float(np.median(warm)),

@@ -141,7 +141,10 @@ struct WorkerQueueStatistics {
   uint64_t ecn_marks = 0;           // parameter packets with ECN set
   uint64_t window_reductions = 0;   // congestion window halvings (on ECN marks and losses,
                                     // at most one per round trip)
-  uint64_t overflow_requests = 0;   // requests to resend as float32
+  uint64_t overflow_requests = 0;   // requests to resend as float32 (a repeated request
+                                    // for one fragment counts again)
+  uint64_t float_results = 0;       // parameter packets that completed a fragment on the
+                                    // float32 path (an overflow: summed at the PS)
   uint64_t parameter_packets = 0;   // parameter packets that completed a fragment
   uint64_t frames_received = 0;     // frames the transport handed over
   uint64_t decode_errors = 0;       // frames wire::DecodeFrame rejected
@@ -179,6 +182,7 @@ struct WorkerStats {
   uint64_t ecn_marks = 0;
   uint64_t window_reductions = 0;
   uint64_t overflow_requests = 0;
+  uint64_t float_results = 0;
   uint64_t parameter_packets = 0;
   uint64_t frames_received = 0;
   uint64_t decode_errors = 0;

@@ -737,6 +737,7 @@ void WorkerIoLoop::Publish() {
   s.ecn_marks = e.ecn_marks;
   s.window_reductions = e.window_reductions;
   s.overflow_requests = e.overflow_requests;
+  s.float_results = e.float_results;
   s.parameter_packets = e.parameter_packets;
   s.frames_received = frames_received_;
   s.decode_errors = decode_errors_;

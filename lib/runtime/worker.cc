@@ -293,6 +293,7 @@ WorkerStats WorkerImpl::stats() const {
     s.ecn_marks += q.ecn_marks;
     s.window_reductions += q.window_reductions;
     s.overflow_requests += q.overflow_requests;
+    s.float_results += q.float_results;
     s.parameter_packets += q.parameter_packets;
     s.frames_received += q.frames_received;
     s.decode_errors += q.decode_errors;

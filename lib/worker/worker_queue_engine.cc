@@ -572,6 +572,7 @@ void WorkerQueueEngine::OnParameterPacketWith(const wire::AtpHeader& h,
     ++counters_.collisions_seen;
   }
   if (h.ecn) ++counters_.ecn_marks;
+  if (h.fp) ++counters_.float_results;
   if (slot.timed) TakeRttSample(now - slot.round_trip_start, now);
   spurious_.OnAnswered(position);  // the position a timeout resent first
   // An original the timeout presumed lost, answered before it was resent:

@@ -151,6 +151,7 @@ struct WorkerQueueStats {
   uint64_t parameter_packets = 0;    // completed an in-flight fragment
   uint64_t overflow_requests = 0;    // overflow requests for an in-flight fragment
   uint64_t collisions_seen = 0;      // completions carrying a new aggregator index
+  uint64_t float_results = 0;        // completions on the float32 path (summed at the PS)
   uint64_t ecn_marks = 0;            // completions with `ecn`
   uint64_t ignored_unknown_seq = 0;  // position not in flight (stale, duplicate, never sent)
   uint64_t ignored_foreign = 0;      // not a parameter packet (a control frame included),

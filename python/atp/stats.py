@@ -14,7 +14,7 @@ class StepCounters:
     """Deltas of a worker's counters between two snapshots."""
 
     KEYS = ("fragments_sent", "parameter_packets", "collisions", "overflow_requests",
-            "retransmissions", "timeouts")
+            "float_results", "retransmissions", "timeouts")
 
     def __init__(self, stats_fn):
         self._stats_fn = stats_fn
@@ -29,9 +29,13 @@ class StepCounters:
         now = self._snapshot()
         d = {k: now[k] - self._last[k] for k in self.KEYS}
         self._last = now
-        at_ps = d["collisions"] + d["overflow_requests"]
+        # Results, not requests: overflow_requests counts a repeated request
+        # for one fragment again, and can exceed the fragments sent. A result
+        # that both collided and overflowed (rare) counts in both terms, so
+        # the sum is bounded by the results themselves.
+        at_ps = min(d["parameter_packets"], d["collisions"] + d["float_results"])
         d["aggregated_at_ps"] = at_ps
-        d["aggregated_in_switch"] = max(0, d["parameter_packets"] - at_ps)
-        d["overflow_fraction"] = (d["overflow_requests"] / d["fragments_sent"]
-                                  if d["fragments_sent"] else 0.0)
+        d["aggregated_in_switch"] = d["parameter_packets"] - at_ps
+        d["overflow_fraction"] = (d["float_results"] / d["parameter_packets"]
+                                  if d["parameter_packets"] else 0.0)
         return d

@@ -26,6 +26,7 @@ inline pybind11::dict QueueStatsDict(const WorkerQueueStatistics& q) {
   d["collisions"] = q.collisions;
   d["ecn_marks"] = q.ecn_marks;
   d["overflow_requests"] = q.overflow_requests;
+  d["float_results"] = q.float_results;
   d["parameter_packets"] = q.parameter_packets;
   d["frames_received"] = q.frames_received;
   d["decode_errors"] = q.decode_errors;
@@ -56,6 +57,7 @@ inline pybind11::dict WorkerStatsDict(const WorkerStats& s) {
   d["collisions"] = s.collisions;
   d["ecn_marks"] = s.ecn_marks;
   d["overflow_requests"] = s.overflow_requests;
+  d["float_results"] = s.float_results;
   d["parameter_packets"] = s.parameter_packets;
   d["frames_received"] = s.frames_received;
   d["decode_errors"] = s.decode_errors;

@@ -283,9 +283,11 @@ TEST_F(WorkerQueueEngineTest, Rule_OverflowRequestResendsAsFp) {
   EXPECT_TRUE(timed_out[0].header.resend);
 
   // The float32 result completes the operation.
+  EXPECT_EQ(stats().float_results, 0u);
   AckAll(timed_out);
   EXPECT_EQ(outputs_[0], inputs_[0]);
   EXPECT_EQ(Completions(*engine_).size(), 1u);
+  EXPECT_EQ(stats().float_results, 1u);
 }
 
 TEST_F(WorkerQueueEngineTest, RepeatedOverflowRequestResendsAgain) {
@@ -299,6 +301,11 @@ TEST_F(WorkerQueueEngineTest, RepeatedOverflowRequestResendsAgain) {
   ASSERT_EQ(again.size(), 1u);
   EXPECT_TRUE(again[0].header.fp);
   EXPECT_EQ(stats().resends_overflow, 2u);
+  // Two requests, one fragment: one float32 result completes it.
+  AckAll(again);
+  EXPECT_EQ(stats().overflow_requests, 2u);
+  EXPECT_EQ(stats().float_results, 1u);
+  EXPECT_EQ(stats().parameter_packets, 1u);
 }
 
 // ---- Loss detection ------------------------------------------------------
