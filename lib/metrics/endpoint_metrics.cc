@@ -23,6 +23,8 @@ std::vector<Metric> WorkerMetrics(const WorkerStats& s) {
   b.Counter("collisions_total", "Parameter packets carrying a new aggregator index.", s.collisions);
   b.Counter("ecn_marks_total", "Parameter packets with ECN set.", s.ecn_marks);
   b.Counter("overflow_requests_total", "Requests to resend a fragment as float32.", s.overflow_requests);
+  b.Counter("float_results_total", "Parameter packets that completed a fragment on the float32 path.",
+            s.float_results);
   b.Counter("parameter_packets_total", "Parameter packets that completed a fragment.", s.parameter_packets);
   b.Counter("frames_received_total", "Frames the transport handed over.", s.frames_received);
   b.Counter("decode_errors_total", "Received frames that were not valid ATP frames.", s.decode_errors);
