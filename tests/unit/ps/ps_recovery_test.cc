@@ -104,6 +104,13 @@ class RunTrackerRedoTest : public ::testing::Test {
                                         const JoinBody& join = Join(0)) {
     return tracker_.OnJoin(0, worker, incarnation, join, Next());
   }
+  // Decide: OnJoin's decision's mode, or nullopt when it decided nothing.
+  std::optional<RebuildMode> Decide(int worker, uint64_t incarnation,
+                                    const JoinBody& join = Join(0)) {
+    const std::optional<RebuildDecision> d = OnJoin(worker, incarnation, join);
+    if (!d.has_value()) return std::nullopt;
+    return d->mode;
+  }
   // Synchronized: the last decision was made with `incarnations` (by worker).
   bool Synchronized(std::vector<uint64_t> incarnations) const {
     for (size_t w = 0; w < incarnations.size(); ++w) {
@@ -119,9 +126,7 @@ class RunTrackerRedoTest : public ::testing::Test {
     ASSERT_TRUE(OnJoin(1, 12, Join(40)).has_value());
     ASSERT_FALSE(OnJoin(0, 13).has_value());
     ASSERT_TRUE(tracker_.Unsynchronized(0));  // held back: a lone restart
-    const std::optional<RebuildDecision> d = OnJoin(1, 22);
-    ASSERT_TRUE(d.has_value());
-    ASSERT_EQ(d->mode, RebuildMode::kNewRun);
+    ASSERT_EQ(Decide(1, 22), RebuildMode::kNewRun);
     ASSERT_TRUE(Synchronized({13, 22}));
   }
 
@@ -145,9 +150,7 @@ TEST_F(RunTrackerRedoTest, ANewRunDecidedWithADeadLoneRestartIsRedoneWithItsOwnW
   EXPECT_TRUE(Synchronized({21, 22}));
   // The run goes on: the next round of joins is a kResync.
   EXPECT_FALSE(OnJoin(0, 21, Join(3)).has_value());
-  const std::optional<RebuildDecision> again = OnJoin(1, 22, Join(3));
-  ASSERT_TRUE(again.has_value());
-  EXPECT_EQ(again->mode, RebuildMode::kResync);
+  EXPECT_EQ(Decide(1, 22, Join(3)), RebuildMode::kResync);
 }
 
 TEST_F(RunTrackerRedoTest, TheRedoTakesTheSynchronizedWorkersAnswersFromTheHoldOnly) {
@@ -161,9 +164,7 @@ TEST_F(RunTrackerRedoTest, TheRedoTakesTheSynchronizedWorkersAnswersFromTheHoldO
   EXPECT_TRUE(tracker_.Unsynchronized(0));
   // The next join request's answers: the redo.
   EXPECT_FALSE(OnJoin(0, 21).has_value());
-  const std::optional<RebuildDecision> d = OnJoin(1, 22);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_EQ(Decide(1, 22), RebuildMode::kNewRun);
   EXPECT_TRUE(Synchronized({21, 22}));
 }
 
@@ -180,9 +181,7 @@ TEST_F(RunTrackerRedoTest, AnAnswerAtZeroFromBeforeTheRunMovedRedoesNothing) {
   EXPECT_TRUE(tracker_.Unsynchronized(0));
   // Run 2's worker 1, then worker 0's answer to the PS's request: a new run.
   EXPECT_FALSE(OnJoin(1, 22).has_value());
-  const std::optional<RebuildDecision> d = OnJoin(0, 21);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_EQ(Decide(0, 21), RebuildMode::kNewRun);
   EXPECT_TRUE(Synchronized({21, 22}));
 }
 
@@ -193,9 +192,7 @@ TEST_F(RunTrackerRedoTest, ANewRunWhoseWorkerJoinsBeforeTheOthersNeedsNoRedo) {
   // The new run's worker 0 joins first: it replaces 13, and worker 1's join
   // decides the new run with the living workers.
   EXPECT_FALSE(OnJoin(0, 21).has_value());
-  const std::optional<RebuildDecision> d = OnJoin(1, 22);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_EQ(Decide(1, 22), RebuildMode::kNewRun);
   EXPECT_TRUE(Synchronized({21, 22}));
 }
 
@@ -233,9 +230,7 @@ TEST_F(RunTrackerRedoTest, ALateJoinOfAnOlderRunIsNeverLetIntoARedo) {
   EXPECT_TRUE(tracker_.Unsynchronized(0));
   // The living workers answer the next join request: the redo.
   EXPECT_FALSE(OnJoin(0, 21).has_value());
-  const std::optional<RebuildDecision> d = OnJoin(1, 22);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->mode, RebuildMode::kNewRun);
+  EXPECT_EQ(Decide(1, 22), RebuildMode::kNewRun);
   EXPECT_TRUE(Synchronized({21, 22}));
 }
 
@@ -250,9 +245,7 @@ TEST_F(RunTrackerRedoTest, TheDeadWorkersLateJoinAfterTheRedoIsNeverLetBackIn) {
   EXPECT_TRUE(tracker_.Unsynchronized(0));
   // Worker 0 answers the next join request: the run it serves, kResync.
   EXPECT_FALSE(OnJoin(0, 21).has_value());
-  const std::optional<RebuildDecision> d = OnJoin(1, 22);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->mode, RebuildMode::kResync);
+  EXPECT_EQ(Decide(1, 22), RebuildMode::kResync);
   EXPECT_TRUE(Synchronized({21, 22}));
 }
 
