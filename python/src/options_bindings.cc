@@ -3,6 +3,7 @@
 // float seconds; addresses are "a.b.c.d" strings. validate() raises
 // ValueError with the field's path ("WorkerOptions.job.slots: ...").
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +49,22 @@ void DefValidate(py::class_<T>& cls) {
   cls.def(
       "validate", [](const T& self) { ThrowIfError(self.Validate()); },
       "Raises ValueError naming the offending field; returns None when valid.");
+}
+
+// DefListOfCopies: a list field of bound classes (std::vector<DeviceAddress>,
+// std::vector<ParameterServerJobOptions>) as a property that reads and writes
+// copies. def_readwrite would hand out references into the vector's storage,
+// which the next assignment of the field frees: `j = o.jobs[0]; o.jobs = [...]`
+// left `j` reading freed memory. Copies also behave like the other list fields
+// (lists of numbers convert by value): to change an element, read the list,
+// change it, assign it back.
+template <typename Class, typename Element>
+void DefListOfCopies(py::class_<Class>& cls, const char* name,
+                     std::vector<Element> Class::*field) {
+  cls.def_property(
+      name, [field](const Class& self) { return self.*field; },
+      [field](Class& self, std::vector<Element> value) { self.*field = std::move(value); },
+      "a list of copies: changing an element changes nothing here; assign the list back");
 }
 
 // A duration field as float seconds.
@@ -149,9 +166,9 @@ void RegisterOptions(py::module_& m) {
       .def_readwrite("job", &WorkerOptions::job)
       .def_readwrite("rack", &WorkerOptions::rack)
       .def_readwrite("worker_in_rack", &WorkerOptions::worker_in_rack)
-      .def_readwrite("parameter_servers", &WorkerOptions::parameter_servers)
       .def_readwrite("polling", &WorkerOptions::polling)
       .def_readwrite("max_burst", &WorkerOptions::max_burst);
+  DefListOfCopies(worker, "parameter_servers", &WorkerOptions::parameter_servers);
   DefValidate(worker);
 
   py::enum_<ParameterDelivery>(m, "ParameterDelivery")
@@ -164,13 +181,12 @@ void RegisterOptions(py::module_& m) {
       .def_readwrite("layout", &ParameterServerJobOptions::layout)
       .def_readwrite("delivery", &ParameterServerJobOptions::delivery)
       .def_readwrite("multicast_group", &ParameterServerJobOptions::multicast_group)
-      .def_readwrite("workers", &ParameterServerJobOptions::workers)
       .def_readwrite("contribution_skipping", &ParameterServerJobOptions::contribution_skipping);
+  DefListOfCopies(ps_job, "workers", &ParameterServerJobOptions::workers);
   DefValidate(ps_job);
 
   py::class_<ParameterServerOptions> ps(m, "ParameterServerOptions");
   ps.def(py::init<>())
-      .def_readwrite("jobs", &ParameterServerOptions::jobs)
       .def_readwrite("slots", &ParameterServerOptions::slots)
       .def_readwrite("server_index", &ParameterServerOptions::server_index)
       .def_readwrite("server_count", &ParameterServerOptions::server_count)
@@ -178,6 +194,7 @@ void RegisterOptions(py::module_& m) {
       .def_readwrite("base_port", &ParameterServerOptions::base_port)
       .def_readwrite("polling", &ParameterServerOptions::polling)
       .def_readwrite("max_burst", &ParameterServerOptions::max_burst);
+  DefListOfCopies(ps, "jobs", &ParameterServerOptions::jobs);
   ATP_DURATION_PROPERTY(ps, ParameterServerOptions, orphan_timeout);
   ATP_DURATION_PROPERTY(ps, ParameterServerOptions, waiting_report_interval);
   DefValidate(ps);

@@ -56,6 +56,46 @@ def test_embedded_ps_refuses_garbage():
     assert ps.stats()["frames_received"] >= 0
 
 
+def test_list_fields_of_objects_read_as_copies():
+    # An element read from a list field outlives a reassignment of the field:
+    # it is a copy, not a reference into the field's (since freed) storage.
+    o = atp.ParameterServerOptions()
+    a = atp.ParameterServerJobOptions()
+    a.job_id = 3
+    o.jobs = [a]
+    j0 = o.jobs[0]
+    o.jobs = [atp.ParameterServerJobOptions() for _ in range(50)]  # frees the old storage
+    assert j0.job_id == 3
+    j0.job_id = 7
+    assert [j.job_id for j in o.jobs] == [0] * 50
+    # Changing an element read from the list changes the copy only; assigning
+    # the list back changes the field.
+    jobs = o.jobs
+    jobs[0].job_id = 9
+    assert o.jobs[0].job_id == 0
+    o.jobs[0].job_id = 9
+    assert o.jobs[0].job_id == 0
+    o.jobs = jobs
+    assert o.jobs[0].job_id == 9
+    # The copy is deep: the element's own fields are its own too.
+    jobs[0].layout = atp.RackLayout([5] * 4)
+    assert o.jobs[0].layout.workers_per_rack == []
+
+    w = atp.WorkerOptions()
+    w.parameter_servers = [atp.DeviceAddress("10.1.200.%d" % i) for i in range(1, 5)]
+    kept = w.parameter_servers
+    w.parameter_servers = []
+    assert [p.ipv4 for p in kept] == ["10.1.200.%d" % i for i in range(1, 5)]
+    assert w.parameter_servers == []
+
+    j = atp.ParameterServerJobOptions()
+    j.workers = [atp.DeviceAddress("10.1.0.1")]
+    first = j.workers[0]
+    j.workers = [atp.DeviceAddress("10.1.0.%d" % i) for i in range(2, 40)]
+    assert first.ipv4 == "10.1.0.1"
+    assert len(j.workers) == 38 and j.workers[0].ipv4 == "10.1.0.2"
+
+
 def test_push_pull_gives_the_exact_sum_in_place_and_zero_copy(two_workers):
     rng = np.random.default_rng(1)
     inputs = [rng.uniform(-1, 1, 5000).astype(np.float32) for _ in range(2)]
