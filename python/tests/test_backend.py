@@ -62,6 +62,12 @@ def run(rank, d):
             dist.all_reduce(torch.ones(2), op=dist.ReduceOp.MAX)
         with pytest.raises(RuntimeError, match="float32"):
             dist.all_reduce(torch.ones(2, dtype=torch.float64))
+        # gloo sums a list's tensors together (one tensor on several
+        # devices); reducing each alone would differ, so it is refused.
+        pair = [torch.ones(2), torch.ones(2)]
+        with pytest.raises(NotImplementedError, match="list of 2 tensors"):
+            dist.distributed_c10d._get_default_group().allreduce(pair)
+        assert [p.tolist() for p in pair] == [[1.0, 1.0], [1.0, 1.0]]
         t = torch.full((4,), float(rank + 1))
         dist.all_reduce(t)  # still in step after the refusals
         assert torch.equal(t, torch.full((4,), 3.0))

@@ -155,6 +155,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupAtp::allreduce(std::vector<at::Tens
                                 ReduceOpName(opts.reduceOp),
                                 " is not supported by the ATP backend (SUM and AVG are)");
   }
+  // c10d's list is one logical tensor on several devices: gloo sums all of
+  // its tensors across all ranks into each. Reducing each tensor on its own
+  // would return something else without a word, so a longer list is refused.
+  TORCH_CHECK(!tensors.empty(), "atp: allreduce: the list of tensors is empty");
+  TORCH_CHECK_NOT_IMPLEMENTED(tensors.size() == 1, "atp: allreduce of a list of ", tensors.size(),
+                              " tensors is not supported by the ATP backend (c10d sums a list's "
+                              "tensors together, as one tensor on several devices); pass one "
+                              "tensor per call");
   // Numbered after the checks: a refused call (on every rank alike) starts
   // nothing and takes no number.
   const uint64_t call = allreduce_calls_.fetch_add(1, std::memory_order_relaxed);

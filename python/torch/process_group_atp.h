@@ -1,8 +1,9 @@
 // python/torch/process_group_atp.h: the c10d backend "atp" (torch 1.13: a
 // c10d::ProcessGroup) over one atp::Worker.
 //
-//   allreduce   float32, contiguous CPU tensors, ReduceOp SUM or AVG: one
-//               Worker::PushPull per tensor, in place; the Work's future is
+//   allreduce   one float32, contiguous CPU tensor, ReduceOp SUM or AVG: one
+//               Worker::PushPull, in place (a list of several tensors, which
+//               c10d sums together, is refused); the Work's future is
 //               completed by the last handle's OnDone callback (libatp's I/O
 //               thread), no waiting thread. With SkipReduce
 //               (ProcessGroupAtpOptions::skip), each tensor's PushPull skips
