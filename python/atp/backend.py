@@ -16,10 +16,17 @@ on every rank: ranks issue them in the same order), which is the random
 shift's iteration; warmup_calls, protect_size and call_cycle with
 protected_calls decide which calls skip nothing (docs/skipreduce.md, "In the
 c10d backend"). group.allreduce_calls says how many a group has started.
+
+A group in the local mode has a local cluster, started by its rank 0; it
+stops when the group is destroyed (destroy_process_group, once nothing else
+holds the group object) or at shutdown(). Destroy a group only after every
+rank is done with it (a store barrier, as shutdown() waits for): rank 0's
+collective can finish while another rank still needs the switch and the PS.
 """
 import atexit
 import dataclasses
 import datetime
+import weakref
 
 import torch.distributed as dist
 
@@ -30,12 +37,27 @@ from atp.stats import StepCounters
 BACKEND_NAME = "atp"
 
 _options = AtpOptions()
-_owned_clusters = []  # local clusters this process started; closed at exit
+# The local clusters this process started, one weakref.finalize per group
+# that owns one: called when the group goes (_close_with_group), by
+# shutdown() and at exit, whichever comes first (a finalizer runs once).
+_cluster_finalizers = []
 
 
 def _close_owned():
-    while _owned_clusters:
-        _owned_clusters.pop().close()
+    while _cluster_finalizers:
+        _cluster_finalizers.pop()()
+
+
+def _close_with_group(pg, owner):
+    """Stops `owner` (this rank's local cluster of group `pg`) when `pg` is
+    destroyed. Torch 1.13 tells a plugin backend nothing when its group is
+    destroyed: destroy_process_group() only drops torch's references to the
+    group object. So the cluster goes when that object does (after its C++
+    side, hence its Worker, is gone, once nothing else holds it: a user's
+    variable or a DDP model keep it alive), without touching other groups'
+    clusters."""
+    _cluster_finalizers[:] = [f for f in _cluster_finalizers if f.alive]
+    _cluster_finalizers.append(weakref.finalize(pg, owner.close))
 
 
 def _create(store, rank, world_size, timeout):
@@ -48,13 +70,19 @@ def _create(store, rank, world_size, timeout):
     policy = skip.policy(target="backend")
     worker_options, transport, owner = rendezvous.resolve(
         store, rank, world_size, options, rendezvous.next_generation(options.job_id))
+    try:
+        pg = _atp_torch.ProcessGroupATP(store, rank, world_size, worker_options, transport,
+                                        timeout_s, skip_policy=policy,
+                                        protect_size=int(skip.protect_size),
+                                        call_cycle=int(skip.call_cycle),
+                                        protected_calls=[int(c) for c in skip.protected_calls])
+    except BaseException:
+        if owner is not None:  # no group will own it
+            owner.close()
+        raise
     if owner is not None:
-        _owned_clusters.append(owner)
-    return _atp_torch.ProcessGroupATP(store, rank, world_size, worker_options, transport,
-                                      timeout_s, skip_policy=policy,
-                                      protect_size=int(skip.protect_size),
-                                      call_cycle=int(skip.call_cycle),
-                                      protected_calls=[int(c) for c in skip.protected_calls])
+        _close_with_group(pg, owner)
+    return pg
 
 
 def register(options=None):
@@ -79,7 +107,8 @@ def counters(group=None):
 
 def shutdown():
     """Call on every rank: waits for all ranks (a store barrier), destroys the
-    process groups, then stops the local cluster this rank started (if any)."""
+    process groups, then stops the local clusters this rank started (if any;
+    also those of groups still referenced elsewhere)."""
     if dist.is_initialized():
         if dist.get_world_size() > 1:
             rendezvous.store_barrier(dist.distributed_c10d._get_default_store(),

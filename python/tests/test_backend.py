@@ -18,6 +18,7 @@ except ImportError as e:  # a build without libtorch-dev
 
 import atp
 import atp.backend
+from atp import rendezvous
 
 WORLD = 2
 STEPS = 3
@@ -95,3 +96,58 @@ def test_ddp_over_the_atp_backend():
         opt.step()
     for a, ref in zip(params[0], model.parameters()):
         torch.testing.assert_close(a, ref.detach(), atol=1e-6, rtol=0)
+
+
+def local_clusters_here():
+    """The local clusters this process started: its `python -m atp local`
+    children (the supervisors; each owns an atp-switchd and an atp-ps)."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        if parent == os.getpid() and argv[1:4] == [b"-m", b"atp", b"local"]:
+            count += 1
+    return count
+
+
+def run_destroy(rank, d):
+    atp.backend.register(atp.AtpOptions())
+    dist.init_process_group("atp", init_method="file://" + os.path.join(d, "init"), rank=rank,
+                            world_size=WORLD)
+    store = dist.distributed_c10d._get_default_store()
+    own = 1 if rank == 0 else 0  # rank 0 starts each group's cluster
+    try:
+        assert local_clusters_here() == own
+        for i in range(2):
+            g = dist.new_group(backend="atp")
+            assert local_clusters_here() == 2 * own
+            x = torch.ones(4)
+            dist.all_reduce(x, group=g)
+            assert x.tolist() == [2.0] * 4
+            # Every rank is done with g's cluster before rank 0 stops it.
+            rendezvous.store_barrier(store, "test-destroy/%d" % i, WORLD)
+            dist.destroy_process_group(g)
+            del g
+            assert local_clusters_here() == own  # g's gone, the default group's kept
+        y = torch.ones(4)
+        dist.all_reduce(y)  # the default group still works
+        assert y.tolist() == [2.0] * 4
+        rendezvous.store_barrier(store, "test-destroy/default", WORLD)
+        dist.destroy_process_group()
+        assert local_clusters_here() == 0
+    finally:
+        # No shutdown() barrier: a rank that failed leaves at once, and
+        # mp.spawn stops the other.
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        atp.backend.shutdown()
+
+
+def test_destroying_a_group_stops_its_local_cluster():
+    with tempfile.TemporaryDirectory() as d:
+        mp.spawn(run_destroy, args=(d,), nprocs=WORLD, join=True)
