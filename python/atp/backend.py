@@ -69,7 +69,8 @@ def _create(store, rank, world_size, timeout):
     skip = options.skip
     policy = skip.policy(target="backend")
     worker_options, transport, owner = rendezvous.resolve(
-        store, rank, world_size, options, rendezvous.next_generation(options.job_id))
+        store, rank, world_size, options,
+        rendezvous.group_generation(store, options.job_id, world_size))
     try:
         pg = _atp_torch.ProcessGroupATP(store, rank, world_size, worker_options, transport,
                                         timeout_s, skip_policy=policy,

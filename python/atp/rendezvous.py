@@ -20,18 +20,33 @@ from atp.options import AtpOptions
 
 STORE_KEY = "atp/job/%d/%d"
 
-# Per job id: how many Workers this process has resolved (next_generation).
+# Per job id: how many hook states this process has created (next_generation).
 _generations = {}
 
 
 def next_generation(job_id):
-    """The number of this rank's next Worker of job `job_id`, from 0. Every
-    rank creates its hook states and process groups in the same order, so
-    the n-th of each rank is the same generation: its keys in the store are
-    its own, never a stopped earlier cluster's (a store keeps its keys)."""
+    """The number of this rank's next hook state of job `job_id`, from 0.
+    Every rank of the default group creates its hook states in the same
+    order, so the n-th of each rank is the same generation: its keys in the
+    store are its own, never a stopped earlier cluster's (a store keeps its
+    keys). Not for process groups: a new_group() has only some ranks as
+    members, and only they would count it (group_generation)."""
     generation = _generations.get(job_id, 0)
     _generations[job_id] = generation + 1
     return generation
+
+
+def group_generation(store, job_id, world_size):
+    """The generation of a process group's Worker of job `job_id`, the same
+    on every member: `store` is the one torch 1.13 hands the backend's
+    creator, prefixed by the group's name (a counter every rank advances,
+    members or not), so only this group's members count here, once each.
+    Torch restarts its names when the default group is destroyed; a group
+    created again under the same name, on a store that kept its keys, is
+    the next generation. Members reach it only after every member counted
+    the one before (init_process_group and new_group end with a store
+    barrier), so the n-th world_size counts are generation n."""
+    return (store.add("atp/job/%d/members" % job_id, 1) - 1) // world_size
 
 
 def _job_from_store(store, rank, world_size, options, generation):
@@ -46,8 +61,9 @@ def _job_from_store(store, rank, world_size, options, generation):
 def resolve(store, rank, world_size, options, generation=0):
     """Returns (WorkerOptions, TransportOptions, owner); owner, if not None,
     is the local cluster this rank started (atp.local.OwnedLocalCluster:
-    close() it when done). generation: next_generation(options.job_id), in
-    the local mode the store key's."""
+    close() it when done). generation: next_generation(options.job_id) (a
+    hook state) or group_generation(...) (a process group), in the local
+    mode the store key's."""
     owner = None
     if os.environ.get("ATP_LOCAL_JOB"):
         job = json.loads(os.environ["ATP_LOCAL_JOB"])

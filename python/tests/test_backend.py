@@ -2,6 +2,7 @@
 whose ranks end with identical parameters equal (to float32 rounding of the
 quantization) to a single-process full-batch reference, and clear errors for
 what it does not do."""
+import datetime
 import os
 import tempfile
 
@@ -151,3 +152,32 @@ def run_destroy(rank, d):
 def test_destroying_a_group_stops_its_local_cluster():
     with tempfile.TemporaryDirectory() as d:
         mp.spawn(run_destroy, args=(d,), nprocs=WORLD, join=True)
+
+
+def run_subgroups(rank, d):
+    # Short timeouts: a rank waiting for a job no rank publishes fails in
+    # seconds instead of torch's 30 minutes.
+    timeout = datetime.timedelta(seconds=20)
+    atp.backend.register(atp.AtpOptions())
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(d, "init"), rank=rank,
+                            world_size=WORLD, timeout=timeout)
+    try:
+        alone = dist.new_group([0], backend="atp", timeout=timeout)  # rank 1 is no member
+        both = dist.new_group([0, 1], backend="atp", timeout=timeout)
+        x = torch.full((10,), float(rank + 1))
+        dist.all_reduce(x, group=both)
+        assert x.tolist() == [3.0] * 10
+        if rank == 0:
+            y = torch.full((3,), 5.0)
+            dist.all_reduce(y, group=alone)
+            assert y.tolist() == [5.0] * 3
+        rendezvous.store_barrier(dist.distributed_c10d._get_default_store(), "test-subgroups",
+                                 WORLD)
+    finally:
+        dist.destroy_process_group()
+        atp.backend.shutdown()
+
+
+def test_a_group_of_some_ranks_leaves_the_next_group_in_step():
+    with tempfile.TemporaryDirectory() as d:
+        mp.spawn(run_subgroups, args=(d,), nprocs=WORLD, join=True)
