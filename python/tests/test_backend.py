@@ -4,6 +4,7 @@ quantization) to a single-process full-batch reference, and clear errors for
 what it does not do."""
 import datetime
 import os
+import socket
 import tempfile
 
 import pytest
@@ -181,3 +182,32 @@ def run_subgroups(rank, d):
 def test_a_group_of_some_ranks_leaves_the_next_group_in_step():
     with tempfile.TemporaryDirectory() as d:
         mp.spawn(run_subgroups, args=(d,), nprocs=WORLD, join=True)
+
+
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_no_ps(rank, d, bind_port, gateway_port):
+    # A real-cluster job whose switch and PS do not exist: nothing answers
+    # at the gateway. The Worker gives up after its stall timeout (the
+    # group's timeout, 2 s: the least with a 1 s retransmission ceiling).
+    atp.backend.register(atp.AtpOptions(ps_addresses=["10.1.200.1"], address="10.1.0.1",
+                                        udp_bind="127.0.0.1:%d" % bind_port,
+                                        udp_gateway="127.0.0.1:%d" % gateway_port))
+    dist.init_process_group("atp", init_method="file://" + os.path.join(d, "init"), rank=rank,
+                            world_size=1, timeout=datetime.timedelta(seconds=2))
+    try:
+        with pytest.raises(RuntimeError, match="parameter server 10.1.200.1 unreachable"):
+            dist.all_reduce(torch.ones(10))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_an_unreachable_ps_is_named_not_a_bare_timeout():
+    # Work.wait() outlasts the stall timeout, so the Worker's error (naming
+    # the cause) arrives before torch's "Operation timed out!".
+    with tempfile.TemporaryDirectory() as d:
+        mp.spawn(run_no_ps, args=(d, free_udp_port(), free_udp_port()), nprocs=1, join=True)

@@ -19,16 +19,32 @@ c10::intrusive_ptr<c10::ivalue::Future> TensorListFuture() {
   return c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
 }
 
+// kWaitMargin: how much longer AtpWork::wait without a timeout waits than the
+// group's timeout, which is also the Worker's JobOptions::stall_timeout
+// (python/atp/rendezvous.py sets both). When nothing completes, the Worker
+// fails the operation with the cause (the PS unreachable, the workers the PS
+// waits for) once its I/O thread sees the stall deadline pass and OnDone
+// completes the Work: a little after the timeout, later still on a loaded
+// machine. A wait of exactly the timeout would often end first, with
+// torch's bare "Operation timed out!"; the margin lets the cause arrive.
+constexpr std::chrono::milliseconds kWaitMargin{2000};
+
+std::chrono::milliseconds WithWaitMargin(std::chrono::milliseconds timeout) {
+  if (timeout > std::chrono::milliseconds::max() - kWaitMargin) return timeout;
+  return timeout + kWaitMargin;
+}
+
 // AtpWork: an allreduce (or barrier) of one or more tensors, each its own
 // PushPull; the last handle to finish completes the future and the Work.
+// `timeout`: the group's; wait() without one waits it plus kWaitMargin.
 class AtpWork : public ::c10d::Work {
  public:
   AtpWork(int rank, ::c10d::OpType type, std::vector<at::Tensor> tensors, size_t operations,
-          std::chrono::milliseconds default_timeout)
+          std::chrono::milliseconds timeout)
       : Work(rank, type),
         tensors_(std::move(tensors)),
         remaining_(operations),
-        default_timeout_(default_timeout),
+        default_timeout_(WithWaitMargin(timeout)),
         future_(TensorListFuture()) {}
 
   // OneFinished: called by each operation's OnDone (libatp's I/O thread).

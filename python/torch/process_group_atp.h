@@ -38,7 +38,10 @@ namespace atp::torch_backend {
 // ProcessGroupAtpOptions: the backend's own settings (atp.AtpOptions in
 // Python fills them; add new ones here and in python/atp/options.py).
 struct ProcessGroupAtpOptions {
-  std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // Work::wait without a timeout
+  // timeout: the Worker's JobOptions::stall_timeout too; Work::wait without
+  // a timeout waits a margin longer, so that the Worker's error naming the
+  // cause comes first (process_group_atp.cc, kWaitMargin).
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   CallSkipOptions skip;  // SkipReduce per allreduce call (mode kNone: off)
 };
 
