@@ -16,9 +16,10 @@ def test_validate_names_the_field():
     w.job.job_id = 1
     w.job.layout = atp.RackLayout.uniform(1, 2)
     w.parameter_servers = [atp.DeviceAddress("10.1.200.1")]
-    w.validate()
-    w.job.slots = 300
-    with pytest.raises(ValueError, match=r"^WorkerOptions\.job\.slots"):
+    w.validate()  # valid: job.slots is 256 by default
+    w.job.slots = 300  # docs/pytorch.md shows this message
+    with pytest.raises(ValueError, match=r"^WorkerOptions\.job\.slots: 300 is not a power of two "
+                                         r"in 1\.\.65536$"):
         w.validate()
     ps = atp.ParameterServerOptions()
     with pytest.raises(ValueError, match=r"^ParameterServerOptions\.jobs"):
