@@ -1,11 +1,12 @@
 """python -m atp local: the local mode's command line (atp/local.py).
 
-  python -m atp local --world_size=2 [--job=1] [--io_threads=1] [-- COMMAND...]
+  python -m atp local --world_size=2 [--job=1] [--io_threads=1] [--print_job] [-- COMMAND...]
 
-Starts atp-switchd and atp-ps for the job, prints the job (one JSON line),
-then runs COMMAND with ATP_LOCAL_JOB=<that JSON> (e.g. torchrun ...) and tears
-down when it exits, or, with no COMMAND, waits for EOF on stdin, SIGINT or
-SIGTERM. Exit status: COMMAND's; 2 for bad flags.
+Starts atp-switchd and atp-ps for the job, then runs COMMAND with
+ATP_LOCAL_JOB=<the job as JSON> (e.g. torchrun ...) and tears down when it
+exits (--print_job: also print the job, one JSON line, first), or, with no
+COMMAND, prints the job (one JSON line) and waits for EOF on stdin, SIGINT
+or SIGTERM. Exit status: COMMAND's; 2 for bad flags.
 """
 import argparse
 import sys
@@ -21,7 +22,8 @@ def main(argv):
     p.add_argument("--job", type=int, default=1, help="job id, 1..255")
     p.add_argument("--io_threads", type=int, default=1, help="queues per worker, 1..16")
     p.add_argument("--ready_timeout_s", type=float, default=30.0)
-    p.add_argument("--print_job", action="store_true", help="print the job JSON even with COMMAND")
+    p.add_argument("--print_job", action="store_true",
+                   help="print the job JSON even with COMMAND (without one it always is)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND to run inside")
     args = parser.parse_args(argv)
     if args.command and args.command[0] == "--":

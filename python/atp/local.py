@@ -305,8 +305,9 @@ def local_cluster(world_size, job_id=1, io_threads=1, ready_timeout_s=30.0):
 
 
 def supervise(args):
-    """`python -m atp local`: start, print the job (JSON line), run `command`
-    if given (with ATP_LOCAL_JOB set) or wait for EOF on stdin / SIGTERM /
+    """`python -m atp local`: start, then run `command` if given (with
+    ATP_LOCAL_JOB set; the job is printed first, as a JSON line, only with
+    --print_job) or print the job and wait for EOF on stdin / SIGTERM /
     SIGINT, then stop and print the final counters (JSON line)."""
     stop_now = []
 

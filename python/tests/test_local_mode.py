@@ -92,14 +92,25 @@ def test_owner_killed_tears_down():
     assert_nothing_left(job)
 
 
-def test_cli_runs_the_command_and_passes_its_status():
+@pytest.mark.parametrize("print_job", [False, True])
+def test_cli_runs_the_command_and_passes_its_status(print_job):
     code = ("import json, os, sys; j = json.loads(os.environ['ATP_LOCAL_JOB']); "
-            "print(json.dumps(j)); sys.exit(3)")
-    r = subprocess.run([sys.executable, "-m", "atp", "local", "--world_size=1", "--",
-                        sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+            "print('inside', json.dumps(j)); sys.exit(3)")
+    flags = ["--print_job"] if print_job else []
+    r = subprocess.run([sys.executable, "-m", "atp", "local", "--world_size=1"] + flags +
+                       ["--", sys.executable, "-c", code],
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 3, r.stderr
-    job = json.loads(r.stdout.splitlines()[0])
+    lines = r.stdout.splitlines()
+    # With a COMMAND the job is printed only with --print_job (docs/pytorch.md).
+    assert len(lines) == (3 if print_job else 2), lines
+    inside, final = lines[-2], lines[-1]
+    assert inside.startswith("inside ")
+    job = json.loads(inside[len("inside "):])
     assert job["world_size"] == 1
+    if print_job:
+        assert json.loads(lines[0]) == job
+    assert json.loads(final)["final_stats"].keys() == {"switch", "ps"}
     assert_nothing_left(job)
 
 
