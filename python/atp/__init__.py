@@ -16,8 +16,15 @@ allreduce (RingContext: atp/collectives.h). On top, in pure Python:
   atp.options   AtpOptions: the one options object of the hook and backend
   python -m atp local ...   the local mode's command line
 
+`import atp` does not load torch: atp.hook, atp.backend, atp.local,
+atp.rendezvous, atp.skip and atp.stats load on first use (atp.hook.AtpHookState
+after a bare `import atp` works, and only then is torch imported), as
+`import atp.hook` would load them.
+
 docs/pytorch.md describes all of it.
 """
+import importlib
+
 from atp._atp import (  # noqa: F401
     CaptureOptions,
     CongestionControl,
@@ -56,3 +63,16 @@ from atp.options import AtpOptions, SkipReduceOptions  # noqa: F401
 
 if collectives_available():
     from atp._atp import RingContext  # noqa: F401
+
+
+# The pure-Python modules loaded by __getattr__ on first use; hook and
+# backend import torch, which a user of the core alone need not have loaded.
+_LAZY_MODULES = frozenset({"backend", "hook", "local", "rendezvous", "skip", "stats"})
+
+
+def __getattr__(name):
+    """atp.<module> for the modules above, imported on first use (PEP 562:
+    called only for names the package does not have yet)."""
+    if name in _LAZY_MODULES:
+        return importlib.import_module("atp." + name)
+    raise AttributeError("module 'atp' has no attribute %r" % name)

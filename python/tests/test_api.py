@@ -1,6 +1,8 @@
 """atp._atp: options and their errors, argument errors, and a real job of two
 workers (in this process) over a local switch + PS: exact sums, zero copy,
 handles, push/pull/discard, stats."""
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -28,6 +30,20 @@ def test_validate_names_the_field():
         atp.DeviceAddress("10.1.300.1")
     with pytest.raises(ValueError, match="IP:PORT"):
         atp.TransportOptions.kernel_udp(address="10.1.0.1", bind="127.0.0.1")
+
+
+def test_import_atp_loads_its_modules_on_first_use_and_not_torch():
+    # docs/pytorch.md uses atp.hook, atp.backend and atp.stats after a bare
+    # `import atp`; that import itself must not load torch.
+    code = ("import sys, atp\n"
+            "assert 'torch' not in sys.modules\n"
+            "assert atp.stats.StepCounters and atp.local.LocalCluster\n"
+            "assert 'torch' not in sys.modules\n"
+            "assert atp.hook.AtpHookState and atp.backend.register\n"
+            "assert 'torch' in sys.modules\n"
+            "assert not hasattr(atp, 'no_such_module')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
 
 
 def test_durations_are_seconds():
