@@ -60,6 +60,26 @@ absl::StatusOr<std::unique_ptr<transport::Device>> LocalCluster::OpenDevice(
   return OpenTransport(t);
 }
 
+namespace {
+
+// ThreadPolling: LocalClusterOptions::polling for the fabric's thread and
+// for the I/O loops' threads: polling.cpus split as the header says.
+struct ThreadPolling {
+  PollingOptions fabric;
+  PollingOptions io;
+};
+ThreadPolling SplitCpus(const LocalClusterOptions& options) {
+  ThreadPolling p{options.polling, options.polling};
+  const std::vector<int>& cpus = options.polling.cpus;
+  if (options.fabric_thread && !cpus.empty()) {
+    p.fabric.cpus = {cpus.front()};
+    if (cpus.size() > 1) p.io.cpus.assign(cpus.begin() + 1, cpus.end());
+  }
+  return p;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
     const LocalClusterOptions& options) {
   if (options.jobs.empty()) {
@@ -67,6 +87,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
   }
   std::unique_ptr<LocalCluster> cluster(new LocalCluster());
   const bool loopback = options.transport == TransportKind::kLoopback;
+  const ThreadPolling polling = SplitCpus(options);
   for (size_t j = 0; j < options.jobs.size(); ++j) {
     ATP_RETURN_IF_ERROR(
         options.jobs[j].job.Validate(absl::StrCat("LocalClusterOptions.jobs[", j, "].job")));
@@ -77,7 +98,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
   }
   if (options.shared_threads > 0) {
     absl::StatusOr<std::shared_ptr<SharedIoThreads>> threads =
-        SharedIoThreads::Create(options.shared_threads, options.polling, "atp-cluster");
+        SharedIoThreads::Create(options.shared_threads, polling.io, "atp-cluster");
     if (!threads.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("LocalClusterOptions.shared_threads: ", threads.status().message()));
@@ -117,7 +138,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
         return host::StepResult{wire->StepProcessor(kFabricBudget) > 0, TimePoint::Infinite()};
       };
       ATP_ASSIGN_OR_RETURN(cluster->fabric_thread_,
-                           SharedIoThreads::Create(1, options.polling, "atp-fabric"));
+                           SharedIoThreads::Create(1, polling.fabric, "atp-fabric"));
       cluster->fabric_step_ = cluster->fabric_thread_->threads().all[0]->Add(
           {wire->processor_wait_fd()}, std::move(step));
     }
@@ -183,7 +204,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
       ps.server_count = spec.parameter_servers;
       ps.io_threads = spec.ps_threads;
       ps.base_port = job.base_port;
-      ps.polling = options.polling;
+      ps.polling = options.ps_on_fabric_thread ? polling.fabric : polling.io;
       ps.shared_io_threads =
           options.ps_on_fabric_thread ? cluster->fabric_thread_ : cluster->shared_threads_;
       ps.orphan_timeout = spec.ps_orphan_timeout;
@@ -206,7 +227,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
         w.rack = r;
         w.worker_in_rack = i;
         w.parameter_servers = ps_addresses;
-        w.polling = options.polling;
+        w.polling = polling.io;
         w.shared_io_threads = cluster->shared_threads_;
         if (spec.adjust_worker) spec.adjust_worker(rank, w);
         out.worker_options.push_back(w);

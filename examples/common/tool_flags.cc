@@ -34,6 +34,10 @@ ABSL_FLAG(int, min_sleep_us, 20,
 ABSL_FLAG(bool, busy_poll, false,
           "I/O threads never sleep (lowest latency; needs a core per thread). Default: adaptive "
           "back-off (yield, then sleep on the queues' wait_fds).");
+ABSL_FLAG(std::string, cpus, "",
+          "CPUs the I/O threads run on, comma-separated ids (e.g. 0,1): thread i on the i-th, "
+          "modulo their count (PollingOptions::cpus); --role=cluster with a fabric thread: the "
+          "fabric's thread on the first, the I/O threads on the others. Default: unpinned.");
 
 namespace atp::examples {
 
@@ -49,7 +53,8 @@ absl::StatusOr<PollingOptions> PollingFromFlags() {
                                  .spin_iterations = absl::GetFlag(FLAGS_spin_iterations),
                                  .yield_iterations = absl::GetFlag(FLAGS_yield_iterations),
                                  .min_sleep_us = absl::GetFlag(FLAGS_min_sleep_us),
-                                 .max_sleep_us = absl::GetFlag(FLAGS_max_sleep_us)});
+                                 .max_sleep_us = absl::GetFlag(FLAGS_max_sleep_us),
+                                 .cpus = absl::GetFlag(FLAGS_cpus)});
 }
 
 namespace {

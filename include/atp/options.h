@@ -143,6 +143,15 @@ struct PollingOptions {
   uint32_t yield_iterations = 64;
   absl::Duration min_sleep = absl::Microseconds(20);
   absl::Duration max_sleep = absl::Milliseconds(1);
+  // cpus: where the threads run, one CPU each: the group's thread i (a
+  // Worker's queue i, a ParameterServer's I/O thread i, SharedIoThreads'
+  // thread i) on cpus[i mod cpus.size()]. Empty (the default): wherever the
+  // kernel schedules them. Pinning keeps two busy threads off one core when
+  // there are as many cores as busy threads (the in-process cluster on 2
+  // cores: about 8% more goodput, bench/RESULTS.md "Pinned threads"); each
+  // CPU must be one this process may run on (sched_getaffinity), else the
+  // endpoint's Create fails naming it. Ids in 0..1023.
+  std::vector<int> cpus;
 
   // BusyPolling: never sleeps nor yields (lowest latency; one core per thread).
   static PollingOptions BusyPolling();

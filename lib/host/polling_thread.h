@@ -58,8 +58,12 @@ class PollingThread {
   using StepId = uint64_t;
 
   // Start: a thread with no steps yet (it sleeps until Add gives it some).
+  // `index`: its number in its group, which picks its CPU when
+  // options.cpus is set (options.h); InvalidArgumentError naming the CPU
+  // when this process may not run there.
   static absl::StatusOr<std::unique_ptr<PollingThread>> Start(std::string name,
-                                                              const PollingOptions& options);
+                                                              const PollingOptions& options,
+                                                              uint32_t index = 0);
   // Start: a thread running one step: Start, then Add(wait_fds, step).
   static absl::StatusOr<std::unique_ptr<PollingThread>> Start(std::string name,
                                                               const PollingOptions& options,

@@ -1,6 +1,8 @@
 // lib/options/options.cc: the Validate() of every public options struct.
 #include "atp/options.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -181,6 +183,12 @@ absl::Status PollingOptions::Validate(std::string_view field) const {
     return FieldError(field, "max_sleep",
                       absl::StrCat("must be in [min_sleep, 1s], got ",
                                    absl::FormatDuration(max_sleep)));
+  }
+  for (const int cpu : cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+      return FieldError(field, "cpus",
+                        absl::StrCat(cpu, " is not a CPU id in 0..", CPU_SETSIZE - 1));
+    }
   }
   return absl::OkStatus();
 }

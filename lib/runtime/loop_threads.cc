@@ -25,7 +25,7 @@ absl::StatusOr<std::shared_ptr<SharedIoThreads>> SharedIoThreads::Create(
   auto group = std::make_unique<Threads>();
   for (uint32_t t = 0; t < threads; ++t) {
     absl::StatusOr<std::unique_ptr<host::PollingThread>> thread =
-        host::PollingThread::Start(absl::StrCat(name, "-", t), polling);
+        host::PollingThread::Start(absl::StrCat(name, "-", t), polling, t);
     if (!thread.ok()) return thread.status();
     group->all.push_back(*std::move(thread));
   }
@@ -50,8 +50,9 @@ absl::Status LoopThreads::Run(std::string name, std::vector<int> wait_fds,
   if (shared_ != nullptr) {
     thread = &shared_->threads().LeastBusy();
   } else {
-    absl::StatusOr<std::unique_ptr<host::PollingThread>> own =
-        host::PollingThread::Start(std::move(name), polling_);
+    // Its own thread, the endpoint's own_.size()-th: its queue's number.
+    absl::StatusOr<std::unique_ptr<host::PollingThread>> own = host::PollingThread::Start(
+        std::move(name), polling_, static_cast<uint32_t>(own_.size()));
     if (!own.ok()) return own.status();
     thread = own->get();
     own_.push_back(*std::move(own));

@@ -2,6 +2,7 @@
 #include "lib/tool/flag_checks.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,10 +11,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "atp/status_macros.h"
 #include "atp/wire.h"
 #include "lib/tool/command_line.h"
 
@@ -24,6 +29,21 @@ namespace {
 absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 constexpr int64_t kMaxSleepUs = 1'000'000;  // PollingOptions::Validate's 1 s
+
+// CpusFromFlag: --cpus's ids ("0,1"), or the error naming the flag.
+absl::StatusOr<std::vector<int>> CpusFromFlag(const std::string& value) {
+  std::vector<int> cpus;
+  if (value.empty()) return cpus;
+  for (const absl::string_view id : absl::StrSplit(value, ',')) {
+    int cpu = -1;
+    if (!absl::SimpleAtoi(id, &cpu) || cpu < 0 || cpu >= CPU_SETSIZE) {
+      return FlagError("cpus", absl::StrCat("'", id, "' is not a CPU id in 0..", CPU_SETSIZE - 1,
+                                            " (a comma-separated list: 0,1)"));
+    }
+    cpus.push_back(cpu);
+  }
+  return cpus;
+}
 
 // TryCreate: creates `path` (a file nobody else uses) and removes it again:
 // what the later write will need, checked by doing it (access(2) would say
@@ -123,7 +143,9 @@ absl::StatusOr<PollingOptions> PollingFromFlags(const PollingFlags& flags) {
         !s.ok()) {
       return s;
     }
-    return PollingOptions::BusyPolling();
+    PollingOptions busy = PollingOptions::BusyPolling();
+    ATP_ASSIGN_OR_RETURN(busy.cpus, CpusFromFlag(flags.cpus));
+    return busy;
   }
   if (absl::Status s = CheckRange("spin_iterations", flags.spin_iterations, 0, UINT32_MAX); !s.ok()) return s;
   if (absl::Status s = CheckRange("yield_iterations", flags.yield_iterations, 0, UINT32_MAX); !s.ok()) return s;
@@ -142,6 +164,7 @@ absl::StatusOr<PollingOptions> PollingFromFlags(const PollingFlags& flags) {
   polling.yield_iterations = static_cast<uint32_t>(flags.yield_iterations);
   polling.min_sleep = absl::Microseconds(min_sleep_us);
   polling.max_sleep = absl::Microseconds(flags.max_sleep_us);
+  ATP_ASSIGN_OR_RETURN(polling.cpus, CpusFromFlag(flags.cpus));
   return polling;
 }
 

@@ -58,19 +58,23 @@ absl::Status RefuseGiven(std::initializer_list<std::string_view> flags, std::str
 absl::Status CheckMetricsFlags(int64_t port, const std::string& address);
 
 // PollingFlags: the values of a tool's idle back-off flags (--busy_poll,
-// --spin_iterations, --yield_iterations, --min_sleep_us, --max_sleep_us).
+// --spin_iterations, --yield_iterations, --min_sleep_us, --max_sleep_us)
+// and of --cpus (comma-separated CPU ids, empty: unpinned).
 struct PollingFlags {
   bool busy_poll = false;
   int64_t spin_iterations = 0;
   int64_t yield_iterations = 0;
   int64_t min_sleep_us = 0;
   int64_t max_sleep_us = 0;
+  std::string cpus;
 };
 
 // PollingFromFlags: the PollingOptions the flags give, or the error naming
 // the flag: iterations >= 0, sleeps in 1..1000000 us, --min_sleep_us at most
 // --max_sleep_us when both are given (a default min above a given max is
-// lowered to it), and none of the back-off flags with --busy_poll.
+// lowered to it), none of the back-off flags with --busy_poll, and --cpus a
+// list of CPU ids in 0..CPU_SETSIZE-1 (whether this process may run on them
+// is checked when the threads start).
 absl::StatusOr<PollingOptions> PollingFromFlags(const PollingFlags& flags);
 
 // ExitIfBad: prints "<program>: <message>" on stderr and exits with

@@ -156,7 +156,9 @@ void RegisterOptions(py::module_& m) {
   polling.def(py::init<>())
       .def_static("busy_polling", &PollingOptions::BusyPolling)
       .def_readwrite("spin_iterations", &PollingOptions::spin_iterations)
-      .def_readwrite("yield_iterations", &PollingOptions::yield_iterations);
+      .def_readwrite("yield_iterations", &PollingOptions::yield_iterations)
+      .def_readwrite("cpus", &PollingOptions::cpus,
+                     "CPU ids the threads run on, thread i on cpus[i % len]; [] unpinned");
   ATP_DURATION_PROPERTY(polling, PollingOptions, min_sleep);
   ATP_DURATION_PROPERTY(polling, PollingOptions, max_sleep);
   DefValidate(polling);

@@ -98,6 +98,20 @@ TEST_F(FlagChecksTest, PollingFlags) {
   p = PollingFromFlags({.busy_poll = true});
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->yield_iterations, 0u);
+  EXPECT_TRUE(p->cpus.empty());
+  // --cpus: ids, with or without --busy_poll.
+  p = PollingFromFlags({.min_sleep_us = 1, .max_sleep_us = 1, .cpus = "1,0,3"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->cpus, (std::vector<int>{1, 0, 3}));
+  p = PollingFromFlags({.busy_poll = true, .cpus = "2"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->cpus, std::vector<int>{2});
+  for (const char* bad : {"x", "0,", "-1", "1024", "0;1"}) {
+    EXPECT_THAT(MessageOf(PollingFromFlags({.min_sleep_us = 1, .max_sleep_us = 1, .cpus = bad})
+                              .status()),
+                StartsWith("--cpus: '"))
+        << bad;
+  }
 }
 
 TEST_F(FlagChecksTest, MetricsFlags) {
