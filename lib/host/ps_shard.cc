@@ -234,8 +234,16 @@ void PsShard::OnOpBegin(const wire::AtpMessage& message, const wire::ControlMess
     case ps::OpLedger::Verdict::kTooOld:
       return;
     case ps::OpLedger::Verdict::kConfirmed:
+      // Multicast, so it also reaches processes of another run at the job's
+      // addresses (a new run's workers while a late confirmation of the run
+      // before is on its way): `run` says whose it is, and `workers` /
+      // `received` name the declaration it answers, from which a worker
+      // learns its own run's `run` (WorkerIoLoop::OnOpConfirmed).
       status.kind = protocol::StatusKind::kOpConfirmed;
       status.expected = body.piece;
+      status.run = outcome.run;
+      status.workers.Add(*worker);
+      status.received = control.incarnation;
       SendStatus(job, queue, status);
       ++ops_confirmed_;
       return;

@@ -306,7 +306,7 @@ void WorkerIoLoop::OnStatus(const protocol::StatusBody& status, uint64_t ps_inca
       RedeclarePieces();
       return;
     case protocol::StatusKind::kOpConfirmed:
-      OnOpConfirmed(status.expected, now);
+      OnOpConfirmed(status, now);
       return;
     case protocol::StatusKind::kReplayRequest:
       if (status.received <= status.expected ||
@@ -547,9 +547,48 @@ void WorkerIoLoop::DeliverFinished() {
   finishing_.clear();
 }
 
-void WorkerIoLoop::OnOpConfirmed(uint64_t piece, TimePoint now) {
+// A confirmation is multicast to the job's addresses, and pieces are numbered
+// from 0 in every run: a late confirmation of the run before (a worker of it
+// resent its kOpBegin, the PS confirmed it again before it saw anything of
+// the new run) reaches the new run's workers with a piece number they have
+// pending. Taken, it stopped that worker's kOpBegin resends while the PS had
+// dropped its only declaration as another run's (held back until the new run
+// joined): the PS waited for that declaration for good, the other workers
+// were never confirmed, and the queue stalled. So the PS names the run in
+// each confirmation (`run`, a digest of the declarations' incarnations), and
+// a worker takes
+//   - one that answers its own declaration (`workers` names this worker,
+//     `received` is this incarnation): the PS accepted that declaration into
+//     the ledger, and every declaration of the piece there is of the run the
+//     PS serves with this worker in it. Its `run` is this worker's run_;
+//   - one whose `run` is run_: the same set of incarnations declared it;
+//   - one with `run` 0: a PS from before `run` existed (as before).
+// Any other is ignored: another run's, or of this run before this worker
+// knows its digest (the first confirmation of a run answers its last
+// declarer only). If the piece is pending here, the kOpBegins not yet
+// confirmed are resent at once (ResendOpBegins, at most once until run_ is
+// learned), so that the PS answers this worker (its ledger confirms again
+// what it confirmed): one round trip, once per run (and after a redo, which
+// changes the run's incarnations); a lost answer costs a retransmission
+// timeout, as a lost confirmation always did.
+void WorkerIoLoop::OnOpConfirmed(const protocol::StatusBody& status, TimePoint now) {
+  const uint64_t piece = status.expected;
   auto pending = std::find_if(unconfirmed_.begin(), unconfirmed_.end(),
                               [piece](const protocol::OpBeginBody& b) { return b.piece == piece; });
+  if (status.run != 0) {
+    const bool answers_this_worker = status.workers.Contains(GlobalIndex()) &&
+                                     status.received == config_.incarnation;
+    if (answers_this_worker) {
+      run_ = status.run;
+      resent_for_foreign_ = false;
+    } else if (status.run != run_) {
+      if (pending != unconfirmed_.end() && !resent_for_foreign_) {
+        resent_for_foreign_ = true;
+        next_op_begin_resend_ = now;  // Step's ResendOpBegins, this Step
+      }
+      return;
+    }
+  }
   if (pending == unconfirmed_.end()) return;  // a repeat
   unconfirmed_.erase(pending);
   stall_.OnProgress(now);

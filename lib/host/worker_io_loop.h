@@ -44,7 +44,9 @@
 // position), which the loop also sends once at its first Step if
 // WorkerIoLoopConfig::join_at_start, and with the kOpBegins of its last
 // kRedeclaredPieces pieces (a restarted PS confirms a piece only once every
-// worker declared it to it); a replay request naming this worker (or
+// worker declared it to it); an operation confirmation is taken only if it
+// is of this worker's run (OnOpConfirmed: a late one of the run before
+// reaches the job's new workers too); a replay request naming this worker (or
 // none) makes it send, a few per Step, the parameter packets it holds of
 // the positions asked (kReplay, two frames each, from the engine's received
 // copies); a mismatch or an unrecoverable restart fails the queue at once.
@@ -224,8 +226,9 @@ class WorkerIoLoop {
   void ResendOpBegins(TimePoint now);
   // RedeclarePieces: the kOpBegins of declared_ again (on a join request).
   void RedeclarePieces();
-  // OnOpConfirmed: the PS confirmed piece `piece`.
-  void OnOpConfirmed(uint64_t piece, TimePoint now);
+  // OnOpConfirmed: a kOpConfirmed status: takes it if it is of this
+  // worker's run (run_), else ignores it (the .cc has why).
+  void OnOpConfirmed(const protocol::StatusBody& status, TimePoint now);
   // Deliver: finishes `record` (averaging) into finishing_.
   void Deliver(Record& record);
   // DeliverFinished: pops delivered records, publishes, runs PieceDone.
@@ -320,6 +323,14 @@ class WorkerIoLoop {
   // never declares it again by itself (RedeclarePieces).
   std::deque<protocol::OpBeginBody> declared_;
   static constexpr size_t kRedeclaredPieces = 32;
+  // run_: the run digest (protocol::StatusBody::run) of the last confirmation
+  // that answered this worker's own declaration; 0: none yet. Confirmations
+  // of another digest are not this run's (OnOpConfirmed).
+  uint64_t run_ = 0;
+  // resent_for_foreign_: since run_ was last learned, an unconfirmed piece's
+  // confirmation of another digest brought the kOpBegin resend forward
+  // (once: the PS's answer names this worker, and then run_ is learned).
+  bool resent_for_foreign_ = false;
   // Positions [first, end) the PS asked this worker to replay, oldest first
   // (at most kMaxReplayRanges; the PS asks again for what is still missing).
   static constexpr size_t kMaxReplayRanges = 256;

@@ -9,7 +9,8 @@ constexpr size_t kWorkersWord = 2;
 constexpr size_t kFieldWord = kWorkersWord + WorkerSet::kWords;  // 34
 constexpr size_t kExpectedWord = kFieldWord + 1;
 constexpr size_t kReceivedWord = kExpectedWord + 2;
-static_assert(kReceivedWord + 2 <= wire::kControlBodyWords);
+constexpr size_t kRunWord = kReceivedWord + 2;  // 39
+static_assert(kRunWord + 2 <= wire::kControlBodyWords);
 
 }  // namespace
 
@@ -44,6 +45,8 @@ void EncodeStatus(const StatusBody& status, wire::ControlMessage& control) {
   control.body[kExpectedWord + 1] = static_cast<uint32_t>(status.expected);
   control.body[kReceivedWord] = static_cast<uint32_t>(status.received >> 32);
   control.body[kReceivedWord + 1] = static_cast<uint32_t>(status.received);
+  control.body[kRunWord] = static_cast<uint32_t>(status.run >> 32);
+  control.body[kRunWord + 1] = static_cast<uint32_t>(status.run);
 }
 
 bool DecodeStatus(const wire::ControlMessage& control, StatusBody* out) {
@@ -58,6 +61,7 @@ bool DecodeStatus(const wire::ControlMessage& control, StatusBody* out) {
   out->field = control.body[kFieldWord];
   out->expected = (uint64_t{control.body[kExpectedWord]} << 32) | control.body[kExpectedWord + 1];
   out->received = (uint64_t{control.body[kReceivedWord]} << 32) | control.body[kReceivedWord + 1];
+  out->run = (uint64_t{control.body[kRunWord]} << 32) | control.body[kRunWord + 1];
   return true;
 }
 

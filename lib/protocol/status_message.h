@@ -13,7 +13,8 @@
 // position it concerns (of the frame's queue); 2..33 = a WorkerSet (bit
 // w % 32 of word 2 + w / 32 names global worker w); 34 = a field number
 // (kMismatch); 35-36 and 37-38 = the expected and the received value
-// (64-bit, high word first).
+// (64-bit, high word first); 39-40 = the run (kOpConfirmed; 64-bit, high word
+// first). A PS that predates `run` leaves words 39-40 zero.
 #ifndef ATP_LIB_PROTOCOL_STATUS_MESSAGE_H_
 #define ATP_LIB_PROTOCOL_STATUS_MESSAGE_H_
 
@@ -44,7 +45,12 @@ enum class StatusKind : uint32_t {
   kMismatch = 4,
   // Every worker declared the piece `expected` (its number in the frame's
   // queue; `position` its first position) alike (kOpBegin): the workers may
-  // deliver its result.
+  // deliver its result. `run` names the declarations' incarnations (a digest
+  // of all of them, never 0; OpLedger::Outcome::run), and `workers` /
+  // `received` the one declaration this frame answers (its worker and that
+  // worker's incarnation): a worker takes the confirmation only for its own
+  // run (WorkerIoLoop::OnOpConfirmed; docs/protocol.md "Mismatches are
+  // errors"). `run` 0: a PS that predates it (taken as before).
   kOpConfirmed = 5,
   // The PS restarted, and positions [`expected`, `received`) of the frame's
   // queue (64-bit; `position` = the first one's low 20 bits) completed at
@@ -73,6 +79,7 @@ struct StatusBody {
   uint32_t field = 0;
   uint64_t expected = 0;
   uint64_t received = 0;
+  uint64_t run = 0;  // kOpConfirmed: the digest of the declaring run (0: none)
 };
 
 // EncodeStatus: writes `status` into `control`'s body (its type is set to kStatus).

@@ -2,6 +2,24 @@
 
 namespace atp::ps {
 
+namespace {
+
+// Mix: SplitMix64's finalizer.
+uint64_t Mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+uint64_t OpLedger::RunDigest(const std::vector<uint64_t>& incarnations) {
+  // Chained, so that the order (which worker is which incarnation) counts.
+  uint64_t digest = 0x9e3779b97f4a7c15u;
+  for (const uint64_t incarnation : incarnations) digest = Mix(digest ^ Mix(incarnation));
+  return digest == 0 ? 1 : digest;
+}
+
 OpLedger::OpLedger(int workers, uint32_t served_queues)
     : workers_(workers), queues_(served_queues) {
   for (QueueLedger& q : queues_) q.incarnations.assign(static_cast<size_t>(workers), 0);
@@ -24,6 +42,7 @@ OpLedger::Outcome OpLedger::OnOpBegin(uint32_t queue_index, int worker, uint64_t
     if (!first) Reset(queue_index);
     queues_[queue_index].incarnations = std::move(incarnations);
     queues_[queue_index].incarnations[static_cast<size_t>(worker)] = incarnation;
+    queues_[queue_index].run = 0;
   }
   QueueLedger& q = queues_[queue_index];
   if (body.piece < q.forgotten_below) {
@@ -49,6 +68,10 @@ OpLedger::Outcome OpLedger::OnOpBegin(uint32_t queue_index, int worker, uint64_t
   }
   if (entry.count < workers_) return outcome;
   outcome.verdict = Verdict::kConfirmed;
+  // Every worker declared it, each as its incarnation now (a new one starts
+  // the ledger over, above): the run that confirmed it.
+  if (q.run == 0) q.run = RunDigest(q.incarnations);
+  outcome.run = q.run;
   // Forget confirmed pieces far behind this one.
   while (!q.pieces.empty() && q.pieces.begin()->first + kKeptConfirmed < body.piece &&
          q.pieces.begin()->second.count == workers_) {

@@ -34,6 +34,14 @@ class OpLedger {
     Verdict verdict = Verdict::kPending;
     protocol::OpBeginBody expected;
     int first_worker = 0;
+    // run (kConfirmed): a digest of the incarnations every worker declared
+    // the piece as, in worker order (never 0). The confirmation carries it
+    // (protocol::StatusBody::run), so that a worker can tell its own run's
+    // confirmations from another run's of the same piece number: a
+    // confirmation is multicast to whichever processes the job's addresses
+    // reach, and a late one of the run before was taken by a new run's
+    // worker as its own (docs/protocol.md "Mismatches are errors").
+    uint64_t run = 0;
   };
 
   OpLedger(int workers, uint32_t served_queues);
@@ -58,7 +66,10 @@ class OpLedger {
     std::map<uint64_t, Entry> pieces;
     uint64_t forgotten_below = 0;  // pieces below this were confirmed and dropped
     std::vector<uint64_t> incarnations;  // per worker: of its last declaration (0: none)
+    uint64_t run = 0;  // RunDigest(incarnations) once computed; 0: not yet
   };
+  // RunDigest: the digest of `incarnations` (Outcome::run), never 0.
+  static uint64_t RunDigest(const std::vector<uint64_t>& incarnations);
   const int workers_;
   std::vector<QueueLedger> queues_;
 };

@@ -35,6 +35,7 @@ TEST(StatusMessageTest, RoundTripsThroughAControlFrame) {
   status.field = 9;
   status.expected = 0x0123456789ABCDEFull;
   status.received = 42;
+  status.run = 0x8000000000000001ull;
   wire::ControlMessage control;
   control.sender = wire::kControlSenderPs;
   control.incarnation = 0xFEEDFACECAFEBEEFull;
@@ -53,6 +54,10 @@ TEST(StatusMessageTest, RoundTripsThroughAControlFrame) {
   EXPECT_EQ(decoded.field, status.field);
   EXPECT_EQ(decoded.expected, status.expected);
   EXPECT_EQ(decoded.received, status.received);
+  EXPECT_EQ(decoded.run, status.run);
+  // Words 39-40, high word first (docs/protocol.md).
+  EXPECT_EQ(control.body[39], 0x80000000u);
+  EXPECT_EQ(control.body[40], 1u);
 }
 
 TEST(StatusMessageTest, RefusesUnknownKindsAndOtherTypes) {
