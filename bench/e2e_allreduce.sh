@@ -173,7 +173,8 @@ export ATP_BUILD_DIR="$build"
 # (scripts/testbed reads ATP_TESTBED_SWITCHD_FLAGS and ATP_TESTBED_PS_FLAGS
 # likewise): for measuring other settings; the table says they were set.
 read -r -a worker_flags <<<"${E2E_WORKER_FLAGS:-}"
-# E2E_CLUSTER_FLAGS: likewise for the in-process cluster (--cluster_threads=N).
+# E2E_CLUSTER_FLAGS: likewise for the in-process cluster (--cluster_threads=N;
+# --cpus=0,1 pins its fabric thread and its I/O thread to a core each).
 read -r -a cluster_flags <<<"${E2E_CLUSTER_FLAGS:-}"
 
 work=$(mktemp -d /tmp/e2e_allreduce.XXXXXX)
