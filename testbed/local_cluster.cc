@@ -92,6 +92,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
     ATP_RETURN_IF_ERROR(
         options.jobs[j].job.Validate(absl::StrCat("LocalClusterOptions.jobs[", j, "].job")));
   }
+  if (!options.polling.cpus.empty() && options.shared_threads == 0) {
+    return absl::InvalidArgumentError(
+        "LocalClusterOptions.polling.cpus: needs shared_threads (each endpoint's own threads "
+        "would count from the first CPU, all on it)");
+  }
   if (options.ps_on_fabric_thread && !(loopback && options.fabric_thread)) {
     return absl::InvalidArgumentError(
         "LocalClusterOptions.ps_on_fabric_thread: needs fabric_thread (and the loopback wire)");

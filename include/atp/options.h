@@ -148,9 +148,10 @@ struct PollingOptions {
   // thread i) on cpus[i mod cpus.size()]. Empty (the default): wherever the
   // kernel schedules them. Pinning keeps two busy threads off one core when
   // there are as many cores as busy threads (the in-process cluster on 2
-  // cores: about 8% more goodput, bench/RESULTS.md "Pinned threads"); each
-  // CPU must be one this process may run on (sched_getaffinity), else the
-  // endpoint's Create fails naming it. Ids in 0..1023.
+  // cores: median goodput 436 -> 483-489 MB/s, bench/RESULTS.md "Pinned
+  // threads"). A thread's CPU must be in the process's cpuset, else the
+  // endpoint's Create fails naming it. Ids in 0..1023. Endpoints with
+  // threads of their own each count from 0: give each its own list.
   std::vector<int> cpus;
 
   // BusyPolling: never sleeps nor yields (lowest latency; one core per thread).

@@ -10,11 +10,9 @@
 #include <chrono>
 #include <cerrno>
 #include <cstring>
-#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "atp/status_macros.h"
 #include "lib/host/adaptive_backoff.h"
 #include "lib/host/clock.h"
@@ -22,26 +20,24 @@
 namespace atp::host {
 namespace {
 
-// AllowedCpu: the set of `cpu` alone, if this process may run there.
-absl::StatusOr<cpu_set_t> AllowedCpu(int cpu) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
-    return absl::InternalError(absl::StrCat("sched_getaffinity: ", std::strerror(errno)));
-  }
-  if (!CPU_ISSET(cpu, &allowed)) {
-    std::vector<int> ids;
-    for (int id = 0; id < CPU_SETSIZE; ++id) {
-      if (CPU_ISSET(id, &allowed)) ids.push_back(id);
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("PollingOptions.cpus: CPU ", cpu, " is not one this process may run on (",
-                     absl::StrJoin(ids, ","), ")"));
-  }
+// Pin: `thread` runs on `cpu` only. The kernel refuses (EINVAL) a CPU
+// outside the process's cpuset; the calling thread's own affinity (which
+// OpenMP runtimes pin, in a Python process) does not matter.
+absl::Status Pin(std::thread& thread, int cpu) {
   cpu_set_t only;
   CPU_ZERO(&only);
   CPU_SET(cpu, &only);
-  return only;
+  const int error = pthread_setaffinity_np(thread.native_handle(), sizeof(only), &only);
+  if (error == EINVAL) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PollingOptions.cpus: CPU ", cpu, " is not one this process may run on (its cpuset: "
+        "/proc/self/status Cpus_allowed_list)"));
+  }
+  if (error != 0) {
+    return absl::InternalError(
+        absl::StrCat("PollingOptions.cpus: pthread_setaffinity_np: ", std::strerror(error)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -50,24 +46,16 @@ absl::StatusOr<std::unique_ptr<PollingThread>> PollingThread::Start(std::string 
                                                                     const PollingOptions& options,
                                                                     uint32_t index) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  std::optional<cpu_set_t> cpu;
-  if (!options.cpus.empty()) {
-    ATP_ASSIGN_OR_RETURN(cpu, AllowedCpu(options.cpus[index % options.cpus.size()]));
-  }
   const int doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (doorbell < 0) {
     return absl::InternalError(absl::StrCat("eventfd: ", std::strerror(errno)));
   }
   std::unique_ptr<PollingThread> thread(new PollingThread(std::move(name), options, doorbell));
   thread->thread_ = std::thread([t = thread.get()] { t->Run(); });
-  if (cpu.has_value()) {
-    // From the starting thread, so that a failure is this call's error; the
-    // new thread runs its first rounds wherever it began (no steps yet).
-    const int error = pthread_setaffinity_np(thread->thread_.native_handle(), sizeof(*cpu), &*cpu);
-    if (error != 0) {
-      return absl::InternalError(absl::StrCat("PollingOptions.cpus: pthread_setaffinity_np: ",
-                                              std::strerror(error)));  // ~thread stops it
-    }
+  if (!options.cpus.empty()) {
+    // From the starting thread, so that a failure is this call's error (the
+    // thread, stopped by its destructor, had no steps yet).
+    ATP_RETURN_IF_ERROR(Pin(thread->thread_, options.cpus[index % options.cpus.size()]));
   }
   return thread;
 }

@@ -1,22 +1,15 @@
 #include "lib/ps/op_ledger.h"
 
+#include "lib/ps/incarnation_mix.h"
+
 namespace atp::ps {
-
-namespace {
-
-// Mix: SplitMix64's finalizer.
-uint64_t Mix(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 uint64_t OpLedger::RunDigest(const std::vector<uint64_t>& incarnations) {
   // Chained, so that the order (which worker is which incarnation) counts.
   uint64_t digest = 0x9e3779b97f4a7c15u;
-  for (const uint64_t incarnation : incarnations) digest = Mix(digest ^ Mix(incarnation));
+  for (const uint64_t incarnation : incarnations) {
+    digest = MixIncarnation(digest ^ MixIncarnation(incarnation));
+  }
   return digest == 0 ? 1 : digest;
 }
 

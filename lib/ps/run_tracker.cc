@@ -3,22 +3,22 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <bit>
 #include <cstdint>
+
+#include "lib/ps/incarnation_mix.h"
 
 namespace atp::ps {
 
 namespace {
 
-// Probes: the two bits (of an IncarnationFilter's 256) that stand for
-// `incarnation`: two bytes of SplitMix64's finalizer of it, so that
-// incarnations that differ in a few bits (tests' small numbers) get
-// unrelated ones.
+// Probes: the two bits (of an IncarnationFilter's kBits) that stand for
+// `incarnation`: two bytes of its mix.
+constexpr uint64_t kBits = 256;
 std::array<uint64_t, 2> Probes(uint64_t incarnation) {
-  uint64_t x = incarnation;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-  x ^= x >> 31;
-  return {x & 255, (x >> 8) & 255};
+  static_assert(std::has_single_bit(kBits) && kBits <= 256);  // a byte each, masked
+  const uint64_t x = MixIncarnation(incarnation);
+  return {x & (kBits - 1), (x >> 8) & (kBits - 1)};
 }
 
 }  // namespace
@@ -66,11 +66,18 @@ RunTracker::RunTracker(int workers, uint32_t served_queues) : queues_(served_que
 //       kOpBegin through OnOtherIncarnation) up to the last run decision
 //       (kFreshPs, kNewRun or a redo: the decisions that set `synced`; a
 //       kResync only confirms them). This covers every incarnation that
-//       ever was part of a decision and every one older than the decision:
-//       a late join of the run before the decision, or of the dead A2 after
+//       ever was part of a decision and every one the PS saw before it: a
+//       late join of the run before the decision, or of the dead A2 after
 //       a redo replaced it, is never let in. Such a join is no redo's, and
 //       a redo with it would, for one, check the new run's scale against the
-//       old run's worker and fail the new run as a mismatch.
+//       old run's worker and fail the new run as a mismatch. An incarnation
+//       older than the decision that the PS never saw (a lone restart whose
+//       every frame was lost, its join delayed past the decision) is not
+//       covered: it passes as a newcomer;
+//   (c) the joins agree on io_threads and scale, so that the redo's new-run
+//       check (PsShard::CheckNewRun) never fails the job: a stayer may be
+//       a worker that died since (its last join late, beside the next
+//       run's first), and the next run may have changed its configuration.
 // The newcomers' joins are fresh, so newer than the decision; the stayers'
 // are newer than the hold, later still.
 //
@@ -127,6 +134,17 @@ RunTracker::RunTracker(int workers, uint32_t served_queues) : queues_(served_que
 //     (the workers declare their pieces again).
 //   - kFreshPs: a restarted PS took its first decision with A2; the redo is
 //     made as kNewRun (no worker in it has a result the PS must keep).
+//   - A run {A2, B2} at 0 ends and the next starts: B3 joins first (held),
+//     then A2's last join comes (its answer to the PS's request, sent as it
+//     shut down): {A2, B3} mix a stayer and a newcomer, after the hold, at
+//     0. With one configuration it is redone with A2 (nothing can complete
+//     without A2's gradients), and A3's join later makes the redo {A3, B3}.
+//     With another (the new run changed scale or io_threads), (c) refuses
+//     it: held back until A3's join and B3's answer to the PS's next
+//     request, all new: a new run.
+//   - A3's kOpBegin before the first decision of a fresh PS, after A2's
+//     join ({A2, B3} decided kFreshPs): A3 counts as seen before that
+//     decision, so no redo takes it; held back (as before redos existed).
 // A newcomer the filter holds by chance (a false positive) is refused: the
 // queue stays held back, as it did before redos existed; never the reverse.
 // The all-new path keeps only one superseded incarnation per worker, exact
@@ -193,8 +211,15 @@ std::optional<RebuildDecision> RunTracker::OnJoin(uint32_t queue_index, int work
 }
 
 bool RunTracker::MayRedo(const QueueState& q) {
+  const protocol::JoinBody& first = q.joins[0].body;
   for (size_t w = 0; w < q.joins.size(); ++w) {
     const Join& join = q.joins[w];
+    // (c): one configuration (what PsShard::CheckNewRun holds a new run's
+    // workers to): a redo never fails the job.
+    if (join.body.io_threads != first.io_threads ||
+        std::bit_cast<uint64_t>(join.body.scale) != std::bit_cast<uint64_t>(first.scale)) {
+      return false;
+    }
     // (a): no result anywhere, and each stayer's answer from the hold.
     if (join.body.lowest_unacked != 0 || join.body.acked_end != 0) return false;
     if (join.incarnation == q.synced[w]) {
@@ -262,6 +287,7 @@ bool RunTracker::Unsynchronized(uint32_t queue_index) const {
 }
 
 void RunTracker::IncarnationFilter::Add(uint64_t incarnation) {
+  static_assert(sizeof(bits_) * 8 == kBits);
   for (const uint64_t bit : Probes(incarnation)) bits_[bit / 64] |= uint64_t{1} << (bit % 64);
 }
 

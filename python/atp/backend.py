@@ -52,10 +52,12 @@ def _close_with_group(pg, owner):
     """Stops `owner` (this rank's local cluster of group `pg`) when `pg` is
     destroyed. Torch 1.13 tells a plugin backend nothing when its group is
     destroyed: destroy_process_group() only drops torch's references to the
-    group object. So the cluster goes when that object does (after its C++
-    side, hence its Worker, is gone, once nothing else holds it: a user's
-    variable or a DDP model keep it alive), without touching other groups'
-    clusters."""
+    group object. So the cluster goes when the Python object is collected
+    (a user's variable or a DDP model keep it alive), without touching other
+    groups' clusters. C++ code that still holds the group then has a Worker
+    whose switch and PS are gone (its operations fail on their stall
+    timeout); and close() stops processes, up to about 10 s, on whichever
+    thread drops the last reference (a garbage collection pass included)."""
     _cluster_finalizers[:] = [f for f in _cluster_finalizers if f.alive]
     _cluster_finalizers.append(weakref.finalize(pg, owner.close))
 

@@ -18,7 +18,7 @@ import atp._atp as core
 from atp import local
 from atp.options import AtpOptions
 
-STORE_KEY = "atp/job/%d/%d"
+STORE_KEY = "atp/job/%d/%s"
 
 # Per job id: how many hook states this process has created (next_generation).
 _generations = {}
@@ -45,8 +45,12 @@ def group_generation(store, job_id, world_size):
     created again under the same name, on a store that kept its keys, is
     the next generation. Members reach it only after every member counted
     the one before (init_process_group and new_group end with a store
-    barrier), so the n-th world_size counts are generation n."""
-    return (store.add("atp/job/%d/members" % job_id, 1) - 1) // world_size
+    barrier), so the n-th world_size counts are generation n. The counter
+    and the generation name the group's size: a name torch reuses for a
+    group of another size (after the default group was destroyed) counts
+    apart, and never reads a job another size published."""
+    n = (store.add("atp/job/%d/members/%d" % (job_id, world_size), 1) - 1) // world_size
+    return "%d-of-%d" % (n, world_size)
 
 
 def _job_from_store(store, rank, world_size, options, generation):

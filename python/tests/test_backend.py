@@ -184,10 +184,18 @@ def test_a_group_of_some_ranks_leaves_the_next_group_in_step():
         mp.spawn(run_subgroups, args=(d,), nprocs=WORLD, join=True)
 
 
-def free_udp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_udp_ports(n):
+    """n distinct free UDP ports of 127.0.0.1: all bound at once, so the
+    kernel cannot hand out one twice (another process may still take one
+    after they are closed, before the test binds it)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def run_no_ps(rank, d, bind_port, gateway_port):
@@ -210,4 +218,4 @@ def test_an_unreachable_ps_is_named_not_a_bare_timeout():
     # Work.wait() outlasts the stall timeout, so the Worker's error (naming
     # the cause) arrives before torch's "Operation timed out!".
     with tempfile.TemporaryDirectory() as d:
-        mp.spawn(run_no_ps, args=(d, free_udp_port(), free_udp_port()), nprocs=1, join=True)
+        mp.spawn(run_no_ps, args=(d, *free_udp_ports(2)), nprocs=1, join=True)

@@ -34,8 +34,9 @@ std::chrono::milliseconds WithWaitMargin(std::chrono::milliseconds timeout) {
   return timeout + kWaitMargin;
 }
 
-// AtpWork: an allreduce (or barrier) of one or more tensors, each its own
-// PushPull; the last handle to finish completes the future and the Work.
+// AtpWork: an allreduce (or barrier) of one tensor, one PushPull (a Work
+// holds a list of handles: the last to finish completes the future and the
+// Work).
 // `timeout`: the group's; wait() without one waits it plus kWaitMargin.
 class AtpWork : public ::c10d::Work {
  public:

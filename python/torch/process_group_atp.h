@@ -6,8 +6,8 @@
 //               c10d sums together, is refused); the Work's future is
 //               completed by the last handle's OnDone callback (libatp's I/O
 //               thread), no waiting thread. With SkipReduce
-//               (ProcessGroupAtpOptions::skip), each tensor's PushPull skips
-//               what CallSkipOptions::ForCall says for the call's number.
+//               (ProcessGroupAtpOptions::skip), the PushPull skips what
+//               CallSkipOptions::ForCall says for the call's number.
 //   broadcast   through the job's c10d::Store (the root sets the bytes, the
 //               others get them): the plain path DDP's parameter sync at start
 //               uses; not for bulk traffic.

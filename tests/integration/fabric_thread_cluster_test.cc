@@ -14,6 +14,7 @@
 #include "lib/runtime/loop_threads.h"
 #include "testbed/local_cluster.h"
 #include "tests/integration/cluster_test_util.h"
+#include "tests/unit/runtime/affinity_probe.h"
 
 namespace atp::integration {
 namespace {
@@ -92,6 +93,37 @@ TEST(FabricThreadClusterSmallOperationsTest, OperationsSmallerThanABurstFollowOn
           << size << " floats, round " << round;
     }
   }
+}
+
+// polling.cpus: the fabric's thread on the first CPU, the shared I/O thread
+// on the second, and the job exact; endpoints with threads of their own
+// (shared_threads 0) are refused it.
+TEST(FabricThreadClusterPinnedTest, TheFabricAndTheIoThreadEachOnTheirCpu) {
+  const std::vector<int> allowed = host::AllowedCpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "needs 2 CPUs this process may run on";
+  LocalClusterOptions options;
+  options.aggregation = FabricAggregation::kSingleSwitch;
+  options.fabric_thread = true;
+  options.shared_threads = 1;
+  options.polling.cpus = {allowed[1], allowed[0]};
+  options.jobs.push_back(TestJob(34, /*racks=*/1, /*workers_per_rack=*/2));
+  // Declared first: the probes outlive the cluster's threads.
+  host::AffinityProbe fabric_probe;
+  host::AffinityProbe io_probe;
+  auto cluster = MakeCluster(options);
+  ASSERT_NE(cluster, nullptr);
+  cluster->fabric_thread()->threads().all[0]->Add({}, fabric_probe.Step());
+  cluster->shared_threads()->threads().all[0]->Add({}, io_probe.Step());
+  EXPECT_EQ(fabric_probe.Cpus(), std::vector<int>{allowed[1]});
+  EXPECT_EQ(io_probe.Cpus(), std::vector<int>{allowed[0]});
+  EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 9}));
+
+  options.shared_threads = 0;
+  const auto refused = testbed::LocalCluster::Create(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("LocalClusterOptions.polling.cpus: needs shared_threads"),
+            std::string::npos)
+      << refused.status();
 }
 
 TEST(FabricThreadClusterLossTest, LossOnEveryHopStillGivesExactResults) {

@@ -196,6 +196,43 @@ TEST_F(RunTrackerRedoTest, ANewRunWhoseWorkerJoinsBeforeTheOthersNeedsNoRedo) {
   EXPECT_TRUE(Synchronized({21, 22}));
 }
 
+// ScaledJoin: a join at 0 of a run that uses `scale`.
+JoinBody ScaledJoin(double scale) {
+  JoinBody join = Join(0);
+  join.scale = scale;
+  return join;
+}
+
+TEST_F(RunTrackerRedoTest, ADeadWorkersLastJoinBesideTheNextRunWithAnotherScaleRedoesNothing) {
+  // Run 1 (11, 12) decided at 0 (a fresh PS), scale 1; the next run (21, 22) uses 2. Its
+  // worker 1 joins first, then 11's last join (sent as it shut down): a
+  // stayer and a newcomer at 0, but a redo would check 22's scale against
+  // 11's and fail the new run. Held back instead until the new run's joins.
+  ASSERT_FALSE(OnJoin(0, 11, ScaledJoin(1)).has_value());
+  ASSERT_EQ(Decide(1, 12, ScaledJoin(1)), RebuildMode::kFreshPs);
+  EXPECT_FALSE(OnJoin(1, 22, ScaledJoin(2)).has_value());
+  EXPECT_FALSE(OnJoin(0, 11, ScaledJoin(1)).has_value());
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  // 21's join, and 22's answer to the PS's next request: all new, a new run.
+  EXPECT_FALSE(OnJoin(0, 21, ScaledJoin(2)).has_value());
+  EXPECT_EQ(Decide(1, 22, ScaledJoin(2)), RebuildMode::kNewRun);
+  EXPECT_TRUE(Synchronized({21, 22}));
+}
+
+TEST_F(RunTrackerRedoTest, ADeadWorkersLastJoinBesideTheNextRunIsRedoneAwayWhenItsWorkerJoins) {
+  // As above with one scale: redone with 11 (nothing completes without its
+  // gradients), and again with 21 once it joins and 22 answers.
+  ASSERT_FALSE(OnJoin(0, 11).has_value());
+  ASSERT_EQ(Decide(1, 12), RebuildMode::kFreshPs);
+  EXPECT_FALSE(OnJoin(1, 22).has_value());
+  EXPECT_EQ(Decide(0, 11), RebuildMode::kNewRun);
+  EXPECT_TRUE(Synchronized({11, 22}));
+  EXPECT_FALSE(OnJoin(0, 21).has_value());
+  EXPECT_TRUE(tracker_.Unsynchronized(0));
+  EXPECT_EQ(Decide(1, 22), RebuildMode::kNewRun);
+  EXPECT_TRUE(Synchronized({21, 22}));
+}
+
 TEST_F(RunTrackerRedoTest, ARunThatMovedIsNotRedone) {
   DecideTheNewRunWithADeadWorker();
   // Worker 1 got a result since (a position completed before worker 0's
