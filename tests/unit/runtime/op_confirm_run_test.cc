@@ -77,6 +77,14 @@ std::optional<protocol::StatusBody> StatusOf(std::span<const uint8_t> frame) {
   return status;
 }
 
+// AtpMessageOf: a decoded frame's header and payload as one message.
+wire::AtpMessage AtpMessageOf(const wire::FrameFields& fields, const wire::Payload& payload) {
+  wire::AtpMessage m;
+  m.header = fields.header;
+  m.payload = payload;
+  return m;
+}
+
 // OpBeginOf: the kOpBegin body `frame` carries, if it is one.
 std::optional<protocol::OpBeginBody> OpBeginOf(std::span<const uint8_t> frame) {
   const wire::AtpMessage m = Decoded(frame);
@@ -202,6 +210,31 @@ class OpConfirmRunTest : public ::testing::Test {
   TimePoint now_ = TimePoint::FromNanoseconds(1'000'000'000);
 };
 
+// AsOlderPs: `frame` as a PS from before StatusBody::run sent it: a
+// kOpConfirmed with `run` 0 and no declaration named; other frames as they are.
+Frame AsOlderPs(const Frame& frame) {
+  std::optional<protocol::StatusBody> status = StatusOf(frame);
+  if (!status.has_value() || status->kind != protocol::StatusKind::kOpConfirmed) return frame;
+  status->run = 0;
+  status->workers = protocol::WorkerSet{};
+  status->received = 0;
+  wire::FrameFields fields;
+  wire::AtpMessage original;
+  EXPECT_EQ(wire::DecodeFrame(frame, wire::kDefaultBasePort, &fields, &original.payload),
+            wire::DecodeError::kOk);
+  wire::ControlMessage control;
+  EXPECT_EQ(wire::DecodeControl(AtpMessageOf(fields, original.payload), &control),
+            wire::ControlError::kOk);
+  protocol::EncodeStatus(*status, control);
+  const wire::AtpMessage rewritten =
+      wire::MakePsControl(fields.header.job, fields.header.fan_in0, fields.header.fan_in1,
+                          fields.header.queue(), fields.header.position(), control);
+  fields.header = rewritten.header;
+  Frame out;
+  wire::EncodeFrame(fields, rewritten.payload, wire::kDefaultBasePort, out);
+  return out;
+}
+
 // Redeclared: how many of `frames` declare piece `piece` (kOpBegin).
 int Redeclared(const std::vector<Frame>& frames, uint64_t piece) {
   int n = 0;
@@ -324,6 +357,31 @@ TEST_F(OpConfirmRunTest, ALateConfirmationOfTheRunBeforeIsNotANewRunsWorkersOwn)
   }
   EXPECT_NE(run1, 0u);
   EXPECT_NE(run1, late_status[0].run);
+}
+
+TEST_F(OpConfirmRunTest, AnOlderPsConfirmationWithoutARunIsTakenAsBefore) {
+  // A PS from before `run`: its confirmations name no run and no
+  // declaration; the workers take them by piece, as they always did.
+  std::unique_ptr<Node> a = MakeNode(0, 300);
+  std::unique_ptr<Node> b = MakeNode(1, 301);
+  const auto op_a = a->Submit(1.0f);
+  const auto op_b = b->Submit(2.0f);
+  size_t rewritten = 0;
+  for (int r = 0; r < 20000 && !(op_a->done() && op_b->done()); ++r) {
+    for (Node* n : {a.get(), b.get()}) n->loop->Step(now_);
+    for (Node* n : {a.get(), b.get()}) ToPs(*n);
+    for (; delivered_ < from_ps_.frames.size(); ++delivered_) {
+      const Frame older = AsOlderPs(from_ps_.frames[delivered_]);
+      if (older != from_ps_.frames[delivered_]) ++rewritten;
+      for (Node* n : {a.get(), b.get()}) ASSERT_TRUE(n->queue.InjectRx(older));
+    }
+    now_ += TimeDelta::FromMicroseconds(100);
+  }
+  EXPECT_GE(rewritten, 1u) << "the job's confirmation went out as an older PS's";
+  ASSERT_TRUE(op_a->done() && op_b->done()) << "a queue stalled";
+  EXPECT_TRUE(op_a->status().ok()) << op_a->status();
+  EXPECT_EQ(a->outputs[0], std::vector<float>(kValues, 3.0f));
+  EXPECT_EQ(b->outputs[0], std::vector<float>(kValues, 3.0f));
 }
 
 }  // namespace
