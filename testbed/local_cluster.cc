@@ -67,6 +67,20 @@ namespace {
 struct ThreadPolling {
   PollingOptions fabric;
   PollingOptions io;
+  // Own: the polling of an endpoint with `threads` threads of its own:
+  // io.cpus turned on by the threads placed before it (*placed, which it
+  // advances), so that the endpoints' threads take the CPUs in turn
+  // instead of each starting at the first.
+  PollingOptions Own(uint32_t threads, size_t* placed) const {
+    PollingOptions own = io;
+    if (!own.cpus.empty()) {
+      const size_t offset = *placed % own.cpus.size();
+      std::rotate(own.cpus.begin(), own.cpus.begin() + static_cast<std::ptrdiff_t>(offset),
+                  own.cpus.end());
+    }
+    *placed += threads;
+    return own;
+  }
 };
 ThreadPolling SplitCpus(const LocalClusterOptions& options) {
   ThreadPolling p{options.polling, options.polling};
@@ -91,11 +105,6 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
   for (size_t j = 0; j < options.jobs.size(); ++j) {
     ATP_RETURN_IF_ERROR(
         options.jobs[j].job.Validate(absl::StrCat("LocalClusterOptions.jobs[", j, "].job")));
-  }
-  if (!options.polling.cpus.empty() && options.shared_threads == 0) {
-    return absl::InvalidArgumentError(
-        "LocalClusterOptions.polling.cpus: needs shared_threads (each endpoint's own threads "
-        "would count from the first CPU, all on it)");
   }
   if (options.ps_on_fabric_thread && !(loopback && options.fabric_thread)) {
     return absl::InvalidArgumentError(
@@ -181,6 +190,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
     }
   }
 
+  size_t own_threads_placed = 0;  // endpoints' own threads so far (ThreadPolling::Own)
   for (size_t j = 0; j < options.jobs.size(); ++j) {
     const LocalJob& spec = options.jobs[j];
     const JobOptions& job = spec.job;
@@ -209,7 +219,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
       ps.server_count = spec.parameter_servers;
       ps.io_threads = spec.ps_threads;
       ps.base_port = job.base_port;
-      ps.polling = options.ps_on_fabric_thread ? polling.fabric : polling.io;
+      ps.polling = options.ps_on_fabric_thread ? polling.fabric
+                   : options.shared_threads > 0 ? polling.io
+                                                : polling.Own(ps.io_threads, &own_threads_placed);
       ps.shared_io_threads =
           options.ps_on_fabric_thread ? cluster->fabric_thread_ : cluster->shared_threads_;
       ps.orphan_timeout = spec.ps_orphan_timeout;
@@ -232,7 +244,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Create(
         w.rack = r;
         w.worker_in_rack = i;
         w.parameter_servers = ps_addresses;
-        w.polling = polling.io;
+        w.polling = options.shared_threads > 0 ? polling.io
+                                               : polling.Own(job.io_threads, &own_threads_placed);
         w.shared_io_threads = cluster->shared_threads_;
         if (spec.adjust_worker) spec.adjust_worker(rank, w);
         out.worker_options.push_back(w);

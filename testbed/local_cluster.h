@@ -67,12 +67,13 @@ struct LocalClusterOptions {
   // Loopback only: which switches aggregate (kernel UDP has none).
   FabricAggregation aggregation = FabricAggregation::kTwoLevel;
   std::vector<LocalJob> jobs;
-  // polling: how every thread of the cluster backs off. polling.cpus (only
-  // with shared_threads: endpoints with threads of their own would each put
-  // their first on the same CPU): with a fabric thread, that thread runs on
-  // cpus[0] and the shared threads on the others (all on cpus[0] when it is
-  // the only one), so that the two busy threads of a job on two cores never
-  // share one; without, the shared threads as PollingOptions says.
+  // polling: how every thread of the cluster backs off. polling.cpus: with
+  // a fabric thread, that thread runs on cpus[0] and the I/O loops' threads
+  // on the others (all on cpus[0] when it is the only one), so that the two
+  // busy threads of a job on two cores never share one. The I/O threads
+  // take those CPUs in turn: the shared threads by their index, endpoints
+  // with threads of their own one after another (PS, then workers, job by
+  // job).
   PollingOptions polling;
   // shared_threads: 0: every I/O loop (a worker's queue, a PS's thread) on a
   // thread of its own. N (1..64): all of them on N SharedIoThreads

@@ -36,8 +36,9 @@ ABSL_FLAG(bool, busy_poll, false,
           "back-off (yield, then sleep on the queues' wait_fds).");
 ABSL_FLAG(std::string, cpus, "",
           "CPUs the I/O threads run on, comma-separated ids (e.g. 0,1): thread i on the i-th, "
-          "modulo their count (PollingOptions::cpus); --role=cluster with a fabric thread: the "
-          "fabric's thread on the first, the I/O threads on the others. Default: unpinned.");
+          "modulo their count (PollingOptions::cpus); a job in this process with a fabric thread "
+          "(atp-throughput --role=cluster, atp-ping): the fabric's thread on the first, the I/O "
+          "threads on the others in turn. Default: unpinned.");
 
 namespace atp::examples {
 

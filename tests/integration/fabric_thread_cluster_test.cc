@@ -96,8 +96,8 @@ TEST(FabricThreadClusterSmallOperationsTest, OperationsSmallerThanABurstFollowOn
 }
 
 // polling.cpus: the fabric's thread on the first CPU, the shared I/O thread
-// on the second, and the job exact; endpoints with threads of their own
-// (shared_threads 0) are refused it.
+// on the second, and the job exact; so too with endpoints on threads of
+// their own (which take the other CPUs in turn).
 TEST(FabricThreadClusterPinnedTest, TheFabricAndTheIoThreadEachOnTheirCpu) {
   const std::vector<int> allowed = host::AllowedCpus();
   if (allowed.size() < 2) GTEST_SKIP() << "needs 2 CPUs this process may run on";
@@ -118,12 +118,20 @@ TEST(FabricThreadClusterPinnedTest, TheFabricAndTheIoThreadEachOnTheirCpu) {
   EXPECT_EQ(io_probe.Cpus(), std::vector<int>{allowed[0]});
   EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 9}));
 
-  options.shared_threads = 0;
-  const auto refused = testbed::LocalCluster::Create(options);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("LocalClusterOptions.polling.cpus: needs shared_threads"),
-            std::string::npos)
-      << refused.status();
+}
+
+TEST(FabricThreadClusterPinnedTest, EndpointsWithThreadsOfTheirOwnTakeTheCpusInTurn) {
+  const std::vector<int> allowed = host::AllowedCpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "needs 2 CPUs this process may run on";
+  LocalClusterOptions options;
+  options.aggregation = FabricAggregation::kSingleSwitch;
+  options.fabric_thread = true;
+  options.shared_threads = 0;  // the PS and each worker a thread of its own
+  options.polling.cpus = {allowed[0], allowed[1], allowed[0]};
+  options.jobs.push_back(TestJob(35, /*racks=*/1, /*workers_per_rack=*/2));
+  auto cluster = MakeCluster(options);
+  ASSERT_NE(cluster, nullptr);
+  EXPECT_TRUE(RunCollective(*cluster, 0, {.sizes = MixedSizes(), .seed = 10}));
 }
 
 TEST(FabricThreadClusterLossTest, LossOnEveryHopStillGivesExactResults) {
