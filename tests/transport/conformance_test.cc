@@ -154,12 +154,7 @@ TEST_P(TransportConformance, SegmentationJobArrivesAsKByteExactFrames) {
   SegmentationJob job = SegmentationJob::FromFrame(first, pointers, aggregators);
 
   Collector rx(b());
-  for (int tries = 0; !job.empty() && tries < 1000; ++tries) {
-    job.Advance(a().queue(1).TxSegmented(job));
-    a().queue(1).Flush();
-    rx.PollOnce();
-  }
-  ASSERT_TRUE(job.empty());
+  ASSERT_TRUE(SendSegmented(a().queue(1), job, &rx));
   ASSERT_TRUE(rx.PollUntil(kSegments));
   rx.Settle();
   ASSERT_EQ(rx.on_queue(2).size(), kSegments) << "every segment on the queue of its port";
@@ -195,12 +190,7 @@ TEST_P(TransportConformance, SegmentationJobWithPayloadsInPlaceArrivesTheSame) {
   SegmentationJob job = SegmentationJob::FromMessages(first, messages, aggregators);
   ASSERT_EQ(job.size(), kSegments);
   Collector rx(b());
-  for (int tries = 0; !job.empty() && tries < 1000; ++tries) {
-    job.Advance(a().queue(0).TxSegmented(job));
-    a().queue(0).Flush();
-    rx.PollOnce();
-  }
-  ASSERT_TRUE(job.empty());
+  ASSERT_TRUE(SendSegmented(a().queue(0), job, &rx));
   ASSERT_TRUE(rx.PollUntil(kSegments)) << "got " << rx.total();
   ASSERT_EQ(rx.on_queue(0).size(), kSegments);
   for (size_t i = 0; i < kSegments; ++i) {
@@ -222,12 +212,7 @@ TEST_P(TransportConformance, LongSegmentationJobWithoutIndicesUsesTheTemplateInd
       MakeFrame(a().address(), b().address(), FrameSpec{seq0, 5, 99}, a().base_port());
   SegmentationJob job = SegmentationJob::FromFrame(first, pointers);
   Collector rx(b());
-  for (int tries = 0; !job.empty() && tries < 1000; ++tries) {
-    job.Advance(a().queue(0).TxSegmented(job));
-    a().queue(0).Flush();
-    rx.PollOnce();
-  }
-  ASSERT_TRUE(job.empty());
+  ASSERT_TRUE(SendSegmented(a().queue(0), job, &rx));
   ASSERT_TRUE(rx.PollUntil(kSegments)) << "got " << rx.total();
   ASSERT_EQ(rx.on_queue(0).size(), kSegments);
   for (size_t i = 0; i < kSegments; ++i) {
@@ -423,12 +408,7 @@ TEST_P(TransportConformance, NoBufferLeaksAfterARun) {
     std::vector<const uint8_t*> pointers(70, payload.data());
     SegmentationJob job =
         SegmentationJob::FromFrame(FrameAtoB(wire::MakeSeq(1, round * 100), 0), pointers);
-    for (int tries = 0; !job.empty() && tries < 1000; ++tries) {
-      job.Advance(a().queue(1).TxSegmented(job));
-      a().queue(1).Flush();
-      at_b.PollOnce();
-    }
-    ASSERT_TRUE(job.empty());
+    ASSERT_TRUE(SendSegmented(a().queue(1), job, &at_b));
     expected_at_b += 70;
   }
   ASSERT_TRUE(at_b.PollUntil(expected_at_b)) << at_b.total() << " of " << expected_at_b;

@@ -64,6 +64,24 @@ absl::Status SendMalformedDatagrams(int fd, const SocketAddress& target, size_t 
   return absl::OkStatus();
 }
 
+namespace {
+
+// FlushUntilEmpty: taken is not yet sent: a queue may still hold frames after
+// a Flush (a full ring, a memif queue that skipped a burst while its port was
+// busy). Flushes until it holds none, as a runtime's loop does on its next
+// steps, polling `drain` (may be null) in between; true when none is left.
+bool FlushUntilEmpty(Queue& queue, Collector* drain) {
+  constexpr int kMaxTries = 10000;
+  for (int tries = 0; tries < kMaxTries; ++tries) {
+    if (queue.Flush() == 0) return true;
+    if (drain != nullptr) drain->PollOnce();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return queue.Flush() == 0;
+}
+
+}  // namespace
+
 size_t SendAll(Queue& queue, const std::vector<FrameBytes>& frames, Collector* drain) {
   constexpr size_t kBurst = 32;
   constexpr int kMaxIdleTries = 10000;
@@ -84,14 +102,17 @@ size_t SendAll(Queue& queue, const std::vector<FrameBytes>& frames, Collector* d
     if (drain != nullptr) drain->PollOnce();
     idle_tries = taken == 0 ? idle_tries + 1 : 0;
   }
-  // Taken is not yet sent: a queue may still hold frames after a Flush (a
-  // full ring, a memif queue that skipped a burst while its port was busy).
-  // Flush until it holds none, as a runtime's loop does on its next steps.
-  for (int tries = 0; queue.Flush() > 0 && tries < kMaxIdleTries; ++tries) {
-    if (drain != nullptr) drain->PollOnce();
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
+  FlushUntilEmpty(queue, drain);
   return done;
+}
+
+bool SendSegmented(Queue& queue, SegmentationJob& job, Collector* drain) {
+  for (int tries = 0; !job.empty() && tries < 1000; ++tries) {
+    job.Advance(queue.TxSegmented(job));
+    queue.Flush();
+    if (drain != nullptr) drain->PollOnce();
+  }
+  return job.empty() && FlushUntilEmpty(queue, drain);
 }
 
 size_t Collector::PollOnce() {

@@ -48,6 +48,12 @@ wire::Payload MakePayload(uint32_t seed);
 class Collector;
 size_t SendAll(Queue& queue, const std::vector<FrameBytes>& frames, Collector* drain);
 
+// SendSegmented: puts every segment of `job` on `queue` (TxSegmented, Flush
+// and a poll of `drain` per try), then flushes until the queue holds nothing:
+// taken segments may leave only at a later Flush (atp/transport.h). True when
+// every segment was taken and left; `job` is advanced past what was taken.
+bool SendSegmented(Queue& queue, SegmentationJob& job, Collector* drain);
+
 // Collector: receives everything arriving on a device, per queue, as bytes,
 // and releases the frames at once.
 class Collector {
