@@ -15,7 +15,7 @@
 ABSL_FLAG(int, slots, 0,
           "Window slots per queue, a power of two in 1..65536 (the PS's must equal the "
           "workers'). 0: from the path if --link_gbps or --path_rtt_us is given, else "
-          "JobOptions' default (256).");
+          "JobOptions' default (1024).");
 ABSL_FLAG(int, window, 0,
           "Initial window, fragments in flight per queue, 1..--slots. 0: from the path if "
           "--link_gbps or --path_rtt_us is given, else JobOptions' default (200).");

@@ -6,7 +6,7 @@
 //                                   defaults to kDefaultLinkGbps or
 //                                   kDefaultPathRttUs): window and slots per
 //                                   queue from G x R, divided over --io_threads
-//   neither                         JobOptions' fixed defaults (256 slots,
+//   neither                         JobOptions' fixed defaults (1024 slots,
 //                                   window 200): what an application's default
 //                                   Worker uses, so a default atp-ps serves it
 //   --slots=S --window=W            explicit values instead (either or both;

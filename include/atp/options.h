@@ -38,6 +38,10 @@
 
 namespace atp {
 
+// kDefaultSlots: JobOptions::slots and ParameterServerOptions::slots unless
+// set: one value, so that a default Worker and a default PS agree.
+inline constexpr uint32_t kDefaultSlots = 1024;
+
 class SharedIoThreads;  // atp/shared_io_threads.h
 
 // RackLayout: how a job's workers sit in racks (the job's "shape", ATP-SPEC
@@ -94,9 +98,15 @@ struct JobOptions {
   // scale: quantization factor: a value x travels as round(x * scale).
   double scale = kDefaultScale;
   // slots: window slots per queue, a power of two in [initial_window, 65536];
-  // the parameter servers' ParameterServerOptions::slots must be equal.
-  uint32_t slots = 256;
-  // initial_window: fragments in flight per queue at start, 1..slots.
+  // the parameter servers' ParameterServerOptions::slots must be equal. The
+  // window never grows past it. The default is atp/window_sizing.h's S for
+  // 100 Gb/s and a 10 us round trip (a rack): room for AIMD to grow the
+  // window to that path's bandwidth-delay product and beyond, on a host
+  // whose scheduling stretches the round trip too (bench/RESULTS.md
+  // "Default slots"). A switch needs slots x io_threads aggregators per job.
+  uint32_t slots = kDefaultSlots;
+  // initial_window: fragments in flight per queue at start, 1..slots; AIMD
+  // grows it from there.
   uint32_t initial_window = 200;
   CongestionControl congestion_control = CongestionControl::kAimd;
   // Retransmission timeout: never below retransmission_floor; before the
@@ -233,7 +243,7 @@ struct ParameterServerJobOptions {
 struct ParameterServerOptions {
   std::vector<ParameterServerJobOptions> jobs;  // at least one
   // slots: window slots per queue; equal to every served job's JobOptions::slots.
-  uint32_t slots = 256;
+  uint32_t slots = kDefaultSlots;
   // server_index / server_count: this PS among the jobs' PS hosts; it serves
   // queues q with q mod server_count == server_index (ATP-SPEC section 3).
   uint32_t server_index = 0;

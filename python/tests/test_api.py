@@ -18,7 +18,9 @@ def test_validate_names_the_field():
     w.job.job_id = 1
     w.job.layout = atp.RackLayout.uniform(1, 2)
     w.parameter_servers = [atp.DeviceAddress("10.1.200.1")]
-    w.validate()  # valid: job.slots is 256 by default
+    w.validate()  # valid: job.slots is 1024 by default
+    assert w.job.slots == atp.ParameterServerOptions().slots == 1024, \
+        "a default worker and a default PS agree on slots"
     w.job.slots = 300  # docs/pytorch.md shows this message
     with pytest.raises(ValueError, match=r"^WorkerOptions\.job\.slots: 300 is not a power of two "
                                          r"in 1\.\.65536$"):
