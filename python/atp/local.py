@@ -37,6 +37,11 @@ import time
 
 PORTS_PER_SIDE = 16
 SWITCH_ADDRESS = "10.255.0.1"
+# The workers' and atp-ps's window slots per queue: JobOptions' default
+# (atp::kDefaultSlots; test_local_mode checks they agree). The switch gets an
+# aggregator for each slot of each queue, so the job never collides with
+# itself there (docs/protocol.md).
+DEFAULT_SLOTS = 1024
 
 
 def _set_parent_death_signal(sig):
@@ -103,7 +108,8 @@ def job_description(world_size, job_id, io_threads, base):
 
 def switch_yaml(job):
     q = job["io_threads"]
-    lines = ["name: atplocal", "address: %s" % SWITCH_ADDRESS, "aggregators: 4096",
+    aggregators = max(4096, DEFAULT_SLOTS * q)
+    lines = ["name: atplocal", "address: %s" % SWITCH_ADDRESS, "aggregators: %d" % aggregators,
              "orphan_timeout_ms: 100", "ports:"]
     for r, w in enumerate(job["workers"]):
         lines.append('  - {name: w%d, type: kernel_udp, bind: "%s", peer: "%s", queues: %d}'

@@ -162,3 +162,11 @@ def test_a_rank_dying_under_torchrun_leaves_nothing():
         with open(out) as f:
             job = json.load(f)
     assert_nothing_left(job)
+
+
+def test_the_switch_has_an_aggregator_for_every_slot_of_every_queue():
+    import atp
+    assert local.DEFAULT_SLOTS == atp.JobOptions().slots == atp.ParameterServerOptions().slots
+    for q, want in [(1, 4096), (4, 4096), (16, 16 * local.DEFAULT_SLOTS)]:
+        job = local.job_description(2, 1, q, 20000)
+        assert "aggregators: %d\n" % want in local.switch_yaml(job), q
