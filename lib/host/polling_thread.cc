@@ -16,31 +16,9 @@
 #include "atp/status_macros.h"
 #include "lib/host/adaptive_backoff.h"
 #include "lib/host/clock.h"
+#include "lib/host/thread_affinity.h"
 
 namespace atp::host {
-namespace {
-
-// Pin: `thread` runs on `cpu` only. The kernel refuses (EINVAL) a CPU
-// outside the process's cpuset; the calling thread's own affinity (which
-// OpenMP runtimes pin, in a Python process) does not matter.
-absl::Status Pin(std::thread& thread, int cpu) {
-  cpu_set_t only;
-  CPU_ZERO(&only);
-  CPU_SET(cpu, &only);
-  const int error = pthread_setaffinity_np(thread.native_handle(), sizeof(only), &only);
-  if (error == EINVAL) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PollingOptions.cpus: CPU ", cpu, " is not one this process may run on (its cpuset: "
-        "/proc/self/status Cpus_allowed_list)"));
-  }
-  if (error != 0) {
-    return absl::InternalError(
-        absl::StrCat("PollingOptions.cpus: pthread_setaffinity_np: ", std::strerror(error)));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<PollingThread>> PollingThread::Start(std::string name,
                                                                     const PollingOptions& options,
@@ -55,7 +33,7 @@ absl::StatusOr<std::unique_ptr<PollingThread>> PollingThread::Start(std::string 
   if (!options.cpus.empty()) {
     // From the starting thread, so that a failure is this call's error (the
     // thread, stopped by its destructor, had no steps yet).
-    ATP_RETURN_IF_ERROR(Pin(thread->thread_, options.cpus[index % options.cpus.size()]));
+    ATP_RETURN_IF_ERROR(PinThread(thread->thread_, options.cpus[index % options.cpus.size()]));
   }
   return thread;
 }

@@ -22,6 +22,7 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "atp/logging.h"
@@ -65,6 +66,9 @@ ABSL_FLAG(int, min_sleep_us, 20,
           "idle sleep doubles, up to --max_sleep_us.");
 ABSL_FLAG(bool, busy_poll, false,
           "The datapath thread never sleeps nor yields (lowest latency; takes a whole core).");
+ABSL_FLAG(std::string, cpus, "",
+          "The CPU the datapath thread runs on (one id, e.g. 1; a list: its first). Default: "
+          "unpinned.");
 
 ABSL_FLAG(std::string, pcap_dir, "",
           "Record what the ports receive and send as pcap files in this (existing) directory: "
@@ -164,7 +168,8 @@ int Main(int argc, char** argv) {
                               .spin_iterations = absl::GetFlag(FLAGS_spin_iterations),
                               .yield_iterations = absl::GetFlag(FLAGS_yield_iterations),
                               .min_sleep_us = absl::GetFlag(FLAGS_min_sleep_us),
-                              .max_sleep_us = absl::GetFlag(FLAGS_max_sleep_us)});
+                              .max_sleep_us = absl::GetFlag(FLAGS_max_sleep_us),
+                              .cpus = absl::GetFlag(FLAGS_cpus)});
   tool::ExitIfBad(kProgram, polling.status());
   // Checked now: the statistics are written at exit, after the whole run.
   tool::ExitIfBad(kProgram, tool::CheckWritableFile("stats_json", absl::GetFlag(FLAGS_stats_json)));
@@ -274,8 +279,15 @@ int Main(int argc, char** argv) {
     return kOpenFailedExit;
   }
   if (absl::Status s = (*daemon)->Start(); !s.ok()) {
-    std::fprintf(stderr, "atp-switchd: %s\n", std::string(s.message()).c_str());
-    return kOpenFailedExit;
+    // The only refusal of a valid daemon: a --cpus CPU this process may not
+    // run on, a bad flag value.
+    const bool bad_cpu = absl::IsInvalidArgument(s);
+    std::string message(s.message());
+    if (bad_cpu) {
+      message = absl::StrCat("--cpus: ", absl::StripPrefix(message, "PollingOptions.cpus: "));
+    }
+    std::fprintf(stderr, "atp-switchd: %s\n", message.c_str());
+    return bad_cpu ? kBadUsageExit : kOpenFailedExit;
   }
   // The metrics listener before the switch says it runs: a port in use or
   // an address that is not this host's fails the start (exit 1), not a

@@ -11,6 +11,7 @@
 #include "lib/host/adaptive_backoff.h"
 #include "lib/host/clock.h"
 #include "lib/host/polling_thread.h"
+#include "lib/host/thread_affinity.h"
 
 namespace atp::switchd {
 namespace {
@@ -42,7 +43,21 @@ absl::Status SwitchDaemon::Start() {
   if (running()) return absl::FailedPreconditionError("SwitchDaemon: already running");
   stop_.store(false, std::memory_order_relaxed);
   running_.store(true, std::memory_order_release);
-  thread_ = std::thread([this] { Run(); });
+  abandoned_ = false;
+  thread_ = std::thread([this] {
+    start_gate_.acquire();
+    if (!abandoned_) Run();
+  });
+  if (!options_.polling.cpus.empty()) {
+    if (absl::Status pinned = host::PinThread(thread_, options_.polling.cpus[0]); !pinned.ok()) {
+      abandoned_ = true;
+      start_gate_.release();
+      thread_.join();
+      running_.store(false, std::memory_order_release);
+      return pinned;
+    }
+  }
+  start_gate_.release();
   return absl::OkStatus();
 }
 

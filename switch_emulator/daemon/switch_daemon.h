@@ -30,6 +30,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <semaphore>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,7 +58,9 @@ struct SwitchDaemonOptions {
   SwitchHostOptions host;
   // clock: read once per poll round; unset: CLOCK_MONOTONIC. Tests inject a fake.
   std::function<TimePoint()> clock;
-  PollingOptions polling;     // the datapath thread's back-off when idle
+  // polling: the datapath thread's back-off when idle; polling.cpus: the
+  // thread runs on cpus[0] (it is thread 0 of its group of one).
+  PollingOptions polling;
   // on_thread_start / on_thread_stop: run on the datapath thread (DPDK
   // registers it as an lcore there).
   std::function<void()> on_thread_start;
@@ -76,7 +79,9 @@ class SwitchDaemon {
   ~SwitchDaemon();
 
   // Start: the datapath thread, polling until Stop. FailedPrecondition if
-  // already running.
+  // already running; InvalidArgumentError naming the CPU when
+  // polling.cpus[0] is not one this process may run on (no thread is left
+  // running then).
   absl::Status Start();
   // Stop: stops and joins the thread (after flushing every queue). Idempotent.
   void Stop();
@@ -106,6 +111,11 @@ class SwitchDaemon {
 
   // Thread and snapshots.
   std::thread thread_;
+  // start_gate_: the thread waits here until Start has pinned it, so that
+  // everything it runs (on_thread_start included) runs on its CPU;
+  // abandoned_ (written before the release) tells it to return at once.
+  std::binary_semaphore start_gate_{0};
+  bool abandoned_ = false;
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> snapshot_requested_{0};

@@ -5,16 +5,22 @@
 // every round is PollRound on the test's thread.
 #include "switch_emulator/daemon/switch_daemon.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "atp/transport/loopback.h"
 #include "gtest/gtest.h"
+#include "tests/unit/runtime/affinity_probe.h"
 
 namespace atp::switchd {
 namespace {
@@ -579,6 +585,75 @@ TEST_F(SwitchDaemonTest, ThreadedRunForwardsAndStatsComeFromTheDatapathThread) {
   tor0.Stop();
   tor0.Stop();
   EXPECT_FALSE(tor0.running());
+}
+
+// --- A pinned datapath thread ----------------------------------------------------
+
+// OneLinkDaemon: a switch of one port whose datapath thread runs as `polling`
+// says, recording the CPUs it may run on from inside it (on_thread_start).
+struct OneLinkDaemon {
+  explicit OneLinkDaemon(const PollingOptions& polling) : link(MakeLink(Node("10.1.0.1"), 1)) {
+    SwitchDaemonOptions options;
+    options.host.pipeline.aggregator_count = kAggregators;
+    options.polling = polling;
+    options.on_thread_start = [this] {
+      std::lock_guard<std::mutex> lock(mu);
+      cpus = host::AllowedCpusOfThisThread();
+      seen.notify_all();
+    };
+    daemon = *SwitchDaemon::Create(std::move(options), {{"a", link.switch_side.get()}});
+  }
+  // CpusSeen: the datapath thread's CPUs (empty after 10 s without it).
+  std::vector<int> CpusSeen() {
+    std::unique_lock<std::mutex> lock(mu);
+    seen.wait_for(lock, std::chrono::seconds(10), [this] { return cpus.has_value(); });
+    return cpus.value_or(std::vector<int>{});
+  }
+
+  Link link;
+  std::unique_ptr<SwitchDaemon> daemon;
+  std::mutex mu;
+  std::condition_variable seen;
+  std::optional<std::vector<int>> cpus;
+};
+
+TEST(SwitchDaemonPinnedTest, TheDatapathThreadRunsOnTheFirstCpuNamed) {
+  const std::vector<int> allowed = host::AllowedCpus();
+  ASSERT_FALSE(allowed.empty());
+  PollingOptions polling;
+  polling.cpus = {allowed.back(), allowed.front()};
+  OneLinkDaemon sw(polling);
+  ASSERT_TRUE(sw.daemon->Start().ok());
+  EXPECT_EQ(sw.CpusSeen(), std::vector<int>{allowed.back()})
+      << "pinned before anything runs on it, on_thread_start included";
+  sw.daemon->Stop();
+}
+
+TEST(SwitchDaemonPinnedTest, UnpinnedTheThreadMayRunAnywhereTheProcessMay) {
+  OneLinkDaemon sw(PollingOptions{});
+  ASSERT_TRUE(sw.daemon->Start().ok());
+  EXPECT_EQ(sw.CpusSeen(), host::AllowedCpus());
+  sw.daemon->Stop();
+}
+
+TEST(SwitchDaemonPinnedTest, ACpuThisProcessMayNotUseIsRefusedAndNothingRuns) {
+  const std::vector<int> allowed = host::AllowedCpus();
+  int outside = CPU_SETSIZE - 1;
+  while (outside >= 0 && std::find(allowed.begin(), allowed.end(), outside) != allowed.end()) {
+    --outside;
+  }
+  if (outside < 0) GTEST_SKIP() << "this process may run on every CPU id";
+  PollingOptions polling;
+  polling.cpus = {outside};
+  OneLinkDaemon sw(polling);
+  const absl::Status s = sw.daemon->Start();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_EQ(s.message(), absl::StrCat("PollingOptions.cpus: CPU ", outside,
+                                      " is not one this process may run on (its cpuset: "
+                                      "/proc/self/status Cpus_allowed_list)"));
+  EXPECT_FALSE(sw.daemon->running());
+  std::lock_guard<std::mutex> lock(sw.mu);
+  EXPECT_FALSE(sw.cpus.has_value()) << "the thread returned before running anything";
 }
 
 // --- A port that refuses frames -------------------------------------------------

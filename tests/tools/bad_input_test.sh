@@ -161,6 +161,7 @@ expect "--stats_interval_s" atp-switchd --config="$good" --stats_interval_s=-1
 expect "--max_sleep_us" atp-switchd --config="$good" --max_sleep_us=0
 expect "--min_sleep_us" atp-switchd --config="$good" --min_sleep_us=-5
 expect "--max_sleep_us" atp-switchd --config="$good" --busy_poll --max_sleep_us=10
+expect "--cpus: 'x' is not a CPU id" atp-switchd --config="$good" --cpus=x
 expect "--pcap_max_files" atp-switchd --config="$good" --pcap_max_files=2
 expect "--pcap_dir: '/nonexistent-atp-dir' does not exist" atp-switchd --config="$good" --pcap_dir=/nonexistent-atp-dir
 expect "--metrics_address" atp-switchd --config="$good" --metrics_address=0.0.0.0

@@ -1,5 +1,6 @@
-// tests/unit/runtime/affinity_probe.h: what CPUs a polling thread may run
-// on, read from inside it (PollingOptions::cpus tests).
+// tests/unit/runtime/affinity_probe.h: what CPUs a polling thread (or
+// atp-switchd's datapath thread) may run on, read from inside it
+// (PollingOptions::cpus tests).
 #ifndef ATP_TESTS_UNIT_RUNTIME_AFFINITY_PROBE_H_
 #define ATP_TESTS_UNIT_RUNTIME_AFFINITY_PROBE_H_
 
@@ -15,17 +16,21 @@
 
 namespace atp::host {
 
-// AllowedCpus: the CPUs this process may run on, in order.
-inline std::vector<int> AllowedCpus() {
+// AllowedCpusOfThisThread: the CPUs the calling thread may run on, in order.
+inline std::vector<int> AllowedCpusOfThisThread() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};  // 0: the calling thread
   std::vector<int> cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
   }
   return cpus;
 }
+
+// AllowedCpus: the CPUs this process may run on (the test's main thread's,
+// which nothing pins), in order.
+inline std::vector<int> AllowedCpus() { return AllowedCpusOfThisThread(); }
 
 // AffinityProbe: a step that records its thread's affinity on its first call.
 class AffinityProbe {
@@ -34,15 +39,7 @@ class AffinityProbe {
     return [this](TimePoint) {
       std::lock_guard<std::mutex> lock(mu_);
       if (!cpus_.has_value()) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        std::vector<int> cpus;
-        if (sched_getaffinity(0, sizeof(set), &set) == 0) {  // 0: the calling thread
-          for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-            if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-          }
-        }
-        cpus_ = cpus;
+        cpus_ = AllowedCpusOfThisThread();
         seen_.notify_all();
       }
       return StepResult{};
