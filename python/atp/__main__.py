@@ -6,7 +6,9 @@ Starts atp-switchd and atp-ps for the job, then runs COMMAND with
 ATP_LOCAL_JOB=<the job as JSON> (e.g. torchrun ...) and tears down when it
 exits (--print_job: also print the job, one JSON line, first), or, with no
 COMMAND, prints the job (one JSON line) and waits for EOF on stdin, SIGINT
-or SIGTERM. Exit status: COMMAND's; 2 for bad flags.
+or SIGTERM. Exit status: COMMAND's; 2 for bad flags or an $ATP_SWITCHD /
+$ATP_PS that names no executable file; 1 when atp-switchd or atp-ps does
+not start; 127 (126) when COMMAND is not found (not executable).
 """
 import argparse
 import sys
@@ -38,6 +40,12 @@ def main(argv):
         if message.startswith("job_id:"):
             message = "job:" + message[len("job_id:"):]
         print("python -m atp local: --%s" % message, file=sys.stderr)
+        return 2
+    try:  # before anything starts: $ATP_SWITCHD / $ATP_PS name no program
+        local.find_binary("atp-switchd")
+        local.find_binary("atp-ps")
+    except FileNotFoundError as e:
+        local.print_cli_error(e)
         return 2
     return local.supervise(args)
 

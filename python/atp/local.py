@@ -128,10 +128,17 @@ def switch_yaml(job):
 
 def find_binary(name):
     """atp-switchd / atp-ps: $ATP_SWITCHD / $ATP_PS, then the build tree or
-    prefix this package came from (atp/_paths.py), then PATH."""
+    prefix this package came from (atp/_paths.py), then PATH. A variable
+    that is set must name an executable file (or a command on PATH):
+    FileNotFoundError names the variable otherwise, instead of a later
+    spawn failing with only the path."""
     env = {"atp-switchd": "ATP_SWITCHD", "atp-ps": "ATP_PS"}[name]
     if os.environ.get(env):
-        return os.environ[env]
+        found = shutil.which(os.environ[env])
+        if found is None:
+            raise FileNotFoundError("atp.local: $%s=%s is not an executable file (it names the "
+                                    "%s to run)" % (env, os.environ[env], name))
+        return found
     try:
         from atp import _paths
         path = _paths.SWITCHD if name == "atp-switchd" else _paths.PS
@@ -310,6 +317,33 @@ def local_cluster(world_size, job_id=1, io_threads=1, ready_timeout_s=30.0):
                 handle.final_stats = json.loads(extra)["final_stats"]
 
 
+def print_cli_error(error):
+    """One line (and a daemon's log tail, if the error carries it) on
+    stderr, without a traceback: what the CLI says about a failure."""
+    message = str(error)
+    if message.startswith("atp.local: "):
+        message = message[len("atp.local: "):]
+    print("python -m atp local: %s" % message, file=sys.stderr, flush=True)
+
+
+def _run_command(command, job):
+    """Runs COMMAND with ATP_LOCAL_JOB set and returns its exit status; a
+    COMMAND that cannot be started gets one line naming it and the shell's
+    statuses (127: not found, 126: found but not executable), as env(1) and
+    timeout(1) do: the status is otherwise the command's own, so 2 (bad
+    flags) would be ambiguous here."""
+    env = dict(os.environ, ATP_LOCAL_JOB=json.dumps(job))
+    try:
+        # The command dies with the supervisor too (SIGTERM), as the
+        # switch and the PS do.
+        return subprocess.call(command, env=env,
+                               preexec_fn=_set_parent_death_signal(signal.SIGTERM))
+    except OSError as e:
+        print("python -m atp local: cannot run %s: %s" % (command[0], e.strerror or e),
+              file=sys.stderr, flush=True)
+        return 127 if isinstance(e, FileNotFoundError) else 126
+
+
 def supervise(args):
     """`python -m atp local`: start, then run `command` if given (with
     ATP_LOCAL_JOB set; the job is printed first, as a JSON line, only with
@@ -324,15 +358,15 @@ def supervise(args):
     cluster = LocalCluster(args.world_size, args.job, args.io_threads, args.ready_timeout_s)
     status = 0
     try:
-        job = cluster.start()
+        try:
+            job = cluster.start()
+        except (OSError, RuntimeError) as e:  # a daemon that did not start or get ready
+            print_cli_error(e)
+            return 1
         if args.print_job or not args.command:
             print(json.dumps(job), flush=True)
         if args.command:
-            env = dict(os.environ, ATP_LOCAL_JOB=json.dumps(job))
-            # The command dies with the supervisor too (SIGTERM), as the
-            # switch and the PS do.
-            status = subprocess.call(args.command, env=env,
-                                     preexec_fn=_set_parent_death_signal(signal.SIGTERM))
+            status = _run_command(args.command, job)
         else:
             sys.stdin.read()  # until EOF
     except KeyboardInterrupt:

@@ -3,6 +3,7 @@ file, whether its block ends normally, its owner is SIGKILLed, the CLI's
 command fails, or a rank of a torchrun job dies."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -125,6 +126,58 @@ def test_cli_refuses_bad_flags(flags, named):
     r = subprocess.run([sys.executable, "-m", "atp", "local"] + flags + ["--", "true"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and named in r.stderr, (r.returncode, r.stderr)
+
+
+def run_cli(args, env=None):
+    return subprocess.run([sys.executable, "-m", "atp", "local", "--world_size=1"] + args,
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, **(env or {})))
+
+
+def not_executable_file(directory):
+    path = os.path.join(directory, "not-executable")
+    with open(path, "w") as f:
+        f.write("#!/bin/sh\n")
+    return path
+
+
+@pytest.mark.parametrize("exists, status, why", [
+    (False, 127, "No such file or directory"),
+    (True, 126, "Permission denied"),
+])
+def test_cli_names_a_command_it_cannot_start(exists, status, why):
+    # One line naming COMMAND, no traceback; the shell's statuses (127, 126),
+    # as env(1) and timeout(1) give; the cluster is still torn down.
+    with tempfile.TemporaryDirectory() as d:
+        command = not_executable_file(d) if exists else os.path.join(d, "no-such-command")
+        r = run_cli(["--print_job", "--", command, "--flag"])
+    assert r.returncode == status, (r.returncode, r.stderr)
+    assert r.stderr == "python -m atp local: cannot run %s: %s\n" % (command, why)
+    job = json.loads(r.stdout.splitlines()[0])
+    assert json.loads(r.stdout.splitlines()[-1])["final_stats"].keys() == {"switch", "ps"}
+    assert_nothing_left(job)
+
+
+@pytest.mark.parametrize("variable", ["ATP_SWITCHD", "ATP_PS"])
+@pytest.mark.parametrize("exists", [False, True])
+def test_cli_names_the_variable_of_a_binary_it_cannot_run(variable, exists):
+    # Refused before anything starts, like a bad flag (status 2), naming the
+    # variable: not a traceback of the spawn that would fail.
+    with tempfile.TemporaryDirectory() as d:
+        path = not_executable_file(d) if exists else os.path.join(d, "nonexistent")
+        r = run_cli(["--", "true"], env={variable: path})
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.startswith("python -m atp local: $%s=%s is not an executable file"
+                               % (variable, path)), r.stderr
+    assert len(r.stderr.splitlines()) == 1 and r.stdout == "", (r.stdout, r.stderr)
+
+
+def test_cli_reports_a_daemon_that_does_not_start():
+    r = run_cli(["--", "true"], env={"ATP_SWITCHD": shutil.which("false")})
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert r.stderr.startswith("python -m atp local: switch exited with 1 before it was "
+                               "ready"), r.stderr
+    assert "Traceback" not in r.stderr
 
 
 RANK_DIES = textwrap.dedent("""
