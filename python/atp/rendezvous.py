@@ -87,8 +87,20 @@ def resolve(store, rank, world_size, options, generation=0):
                              % (field, field.upper()))
     w, t = _worker(options.job_id, options.racks or [world_size], options.io_threads,
                    options.ps_addresses, options.address, options.udp_bind,
-                   options.udp_gateway, rank, world_size, options)
+                   options.udp_gateway, rank, world_size, options, _OPTION_FIELDS)
     return w, t, owner
+
+
+# Where _worker's addresses came from, for its error messages: AtpOptions'
+# fields, or a local job's (the dict atp.local publishes).
+_OPTION_FIELDS = {"ps": "AtpOptions.ps_addresses", "address": "AtpOptions.address",
+                  "bind": "AtpOptions.udp_bind", "gateway": "AtpOptions.udp_gateway"}
+
+
+def _local_job_fields(rank):
+    me = "local job.workers[%d]" % rank
+    return {"ps": "local job.ps", "address": me + ".address", "bind": me + ".udp_bind",
+            "gateway": me + ".udp_gateway"}
 
 
 def local_worker(job, rank, options=None):
@@ -99,10 +111,23 @@ def local_worker(job, rank, options=None):
     me = job["workers"][rank]
     return _worker(job["job_id"], [job["world_size"]], job["io_threads"], job["ps"],
                    me["address"], me["udp_bind"], me["udp_gateway"], rank,
-                   job["world_size"], options)
+                   job["world_size"], options, _local_job_fields(rank))
 
 
-def _worker(job_id, racks, io_threads, ps, address, bind, gateway, rank, world_size, options):
+def _renamed(error, paths):
+    """`error` (a ValueError from atp._atp, whose message starts with the
+    field path it was raised for) with that path replaced by the one the
+    value came from: paths maps the binding's path to ours, e.g.
+    {"TransportOptions.kernel_udp.bind": "AtpOptions.udp_bind"}."""
+    message = str(error)
+    for theirs, ours in paths.items():
+        if message.startswith(theirs) and message[len(theirs):len(theirs) + 1] in (":", "[", "."):
+            return ValueError(ours + message[len(theirs):])
+    return error
+
+
+def _worker(job_id, racks, io_threads, ps, address, bind, gateway, rank, world_size, options,
+            fields):
     if sum(racks) != world_size:
         raise ValueError("AtpOptions.racks: %s has %d workers, torch's world has %d"
                          % (racks, sum(racks), world_size))
@@ -123,13 +148,26 @@ def _worker(job_id, racks, io_threads, ps, address, bind, gateway, rank, world_s
     # Worker's default 10 s, before failing.
     w.job.stall_timeout = options.timeout_s
     w.rack, w.worker_in_rack = _place(racks, rank)
-    w.parameter_servers = [core.DeviceAddress(a) for a in ps]
+    servers = []
+    for i, a in enumerate(ps):
+        try:
+            servers.append(core.DeviceAddress(a))
+        except ValueError as e:
+            raise _renamed(e, {"DeviceAddress.ipv4": "%s[%d]" % (fields["ps"], i)}) from None
+    w.parameter_servers = servers
     w.polling.spin_iterations = options.spin_iterations
     w.polling.yield_iterations = options.yield_iterations
-    w.validate()
-    t = core.TransportOptions.kernel_udp(address=address, bind=bind, queues=io_threads,
-                                         gateway=gateway, whole_frame=bool(gateway),
-                                         base_port=w.job.base_port)
+    try:
+        w.validate()
+    except ValueError as e:
+        raise _renamed(e, {"WorkerOptions.parameter_servers": fields["ps"]}) from None
+    try:
+        t = core.TransportOptions.kernel_udp(address=address, bind=bind, queues=io_threads,
+                                             gateway=gateway, whole_frame=bool(gateway),
+                                             base_port=w.job.base_port)
+    except ValueError as e:
+        raise _renamed(e, {"TransportOptions.kernel_udp." + name: fields[name]
+                           for name in ("address", "bind", "gateway")}) from None
     return w, t
 
 

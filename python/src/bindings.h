@@ -4,6 +4,7 @@
 #define ATP_PYTHON_SRC_BINDINGS_H_
 
 #include <string>
+#include <string_view>
 
 #include "atp/transport.h"
 #include "atp/transport/kernel_udp.h"
@@ -20,9 +21,15 @@ void RegisterMetrics(pybind11::module_& m);      // metrics_bindings.cc
 void RegisterSkip(pybind11::module_& m);         // skip_bindings.cc
 void RegisterCollectives(pybind11::module_& m);  // collectives_bindings.cc (needs RegisterSkip first)
 
-wire::Ipv4Address ParseIpv4(const std::string& text);
-transport::SocketAddress ParseSocketAddress(const std::string& text);  // "IP:PORT"
-transport::DeviceAddress MakeDeviceAddress(const std::string& ipv4, const std::string& mac);
+// Text -> address for option fields. A bad value raises ValueError whose
+// message starts with `field`, the path of the option it was given for
+// ("TransportOptions.kernel_udp.bind: \"x\" is not IP:PORT"), as Validate()'s
+// messages do: a caller that sets several addresses learns which one.
+wire::Ipv4Address ParseIpv4(std::string_view field, const std::string& text);
+transport::SocketAddress ParseSocketAddress(std::string_view field,
+                                            const std::string& text);  // "IP:PORT"
+// DeviceAddressOf: `ipv4` with its default MAC (transport::DefaultMacFor).
+transport::DeviceAddress DeviceAddressOf(std::string_view field, const std::string& ipv4);
 
 }  // namespace atp::python
 

@@ -2,7 +2,9 @@
 // transports: transport_bindings.cc). Fields keep their C++ names; durations are
 // float seconds; addresses are "a.b.c.d" strings. validate() raises
 // ValueError with the field's path ("WorkerOptions.job.slots: ...").
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,27 +20,36 @@
 namespace atp::python {
 namespace py = pybind11;
 
-wire::Ipv4Address ParseIpv4(const std::string& text) {
-  return ValueOrThrow(wire::Ipv4Address::Parse(text));
+namespace {
+
+[[noreturn]] void ThrowFieldError(std::string_view field, const std::string& why) {
+  throw py::value_error(std::string(field) + ": " + why);
 }
 
-transport::SocketAddress ParseSocketAddress(const std::string& text) {
+}  // namespace
+
+wire::Ipv4Address ParseIpv4(std::string_view field, const std::string& text) {
+  absl::StatusOr<wire::Ipv4Address> ip = wire::Ipv4Address::Parse(text);
+  if (!ip.ok()) ThrowFieldError(field, std::string(ip.status().message()));
+  return *ip;
+}
+
+transport::SocketAddress ParseSocketAddress(std::string_view field, const std::string& text) {
   const size_t colon = text.rfind(':');
-  if (colon == std::string::npos) throw py::value_error("'" + text + "' is not IP:PORT");
+  if (colon == std::string::npos) ThrowFieldError(field, "\"" + text + "\" is not IP:PORT");
   const std::string port = text.substr(colon + 1);
   char* end = nullptr;
   const unsigned long value = std::strtoul(port.c_str(), &end, 10);
   if (port.empty() || *end != '\0' || value > 65535) {
-    throw py::value_error("'" + text + "': the port is not 0..65535");
+    ThrowFieldError(field, "\"" + text + "\": the port is not 0..65535");
   }
-  return {ParseIpv4(text.substr(0, colon)), static_cast<uint16_t>(value)};
+  return {ParseIpv4(field, text.substr(0, colon)), static_cast<uint16_t>(value)};
 }
 
-transport::DeviceAddress MakeDeviceAddress(const std::string& ipv4, const std::string& mac) {
+transport::DeviceAddress DeviceAddressOf(std::string_view field, const std::string& ipv4) {
   transport::DeviceAddress address;
-  address.ipv4 = ParseIpv4(ipv4);
-  address.mac = mac.empty() ? transport::DefaultMacFor(address.ipv4)
-                            : ValueOrThrow(wire::MacAddress::Parse(mac));
+  address.ipv4 = ParseIpv4(field, ipv4);
+  address.mac = transport::DefaultMacFor(address.ipv4);
   return address;
 }
 
@@ -79,7 +90,18 @@ void DefListOfCopies(py::class_<Class>& cls, const char* name,
 void RegisterOptions(py::module_& m) {
   py::class_<transport::DeviceAddress>(m, "DeviceAddress",
                                        "An endpoint's IPv4 and MAC (default: DefaultMacFor(ipv4)).")
-      .def(py::init(&MakeDeviceAddress), py::arg("ipv4"), py::arg("mac") = "")
+      .def(py::init([](const std::string& ipv4, const std::string& mac) {
+             transport::DeviceAddress address = DeviceAddressOf("DeviceAddress.ipv4", ipv4);
+             if (!mac.empty()) {
+               absl::StatusOr<wire::MacAddress> parsed = wire::MacAddress::Parse(mac);
+               if (!parsed.ok()) {
+                 ThrowFieldError("DeviceAddress.mac", std::string(parsed.status().message()));
+               }
+               address.mac = *parsed;
+             }
+             return address;
+           }),
+           py::arg("ipv4"), py::arg("mac") = "")
       .def_property_readonly("ipv4", [](const transport::DeviceAddress& a) { return a.ipv4.ToString(); })
       .def_property_readonly("mac", [](const transport::DeviceAddress& a) { return a.mac.ToString(); })
       .def("__repr__", [](const transport::DeviceAddress& a) {

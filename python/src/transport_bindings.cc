@@ -38,22 +38,26 @@ TransportOptions KernelUdp(const std::string& address, const std::string& bind, 
                            const std::vector<std::pair<std::string, std::string>>& peers) {
   TransportOptions o;
   o.kind = TransportKind::kKernelUdp;
-  o.kernel_udp.address = MakeDeviceAddress(address, "");
-  o.kernel_udp.bind = ParseSocketAddress(bind);
+  o.kernel_udp.address = DeviceAddressOf("TransportOptions.kernel_udp.address", address);
+  o.kernel_udp.bind = ParseSocketAddress("TransportOptions.kernel_udp.bind", bind);
   o.kernel_udp.device.num_queues = queues;
   o.kernel_udp.device.base_port = base_port;
   o.kernel_udp.encapsulation = whole_frame ? transport::KernelUdpEncapsulation::kWholeFrame
                                            : transport::KernelUdpEncapsulation::kAtpMessage;
-  if (!gateway.empty()) o.kernel_udp.gateway = ParseSocketAddress(gateway);
-  for (const auto& [peer_ip, socket] : peers) {
-    const transport::SocketAddress s = ParseSocketAddress(socket);
+  if (!gateway.empty()) {
+    o.kernel_udp.gateway = ParseSocketAddress("TransportOptions.kernel_udp.gateway", gateway);
+  }
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const auto& [peer_ip, socket] = peers[i];
+    const std::string field = "TransportOptions.kernel_udp.peers[" + std::to_string(i) + "]";
+    const transport::SocketAddress s = ParseSocketAddress(field, socket);
     if (uint32_t{s.port} + queues - 1 > 0xFFFF) {
-      throw py::value_error("TransportOptions.kernel_udp: peer " + peer_ip + " at " + socket +
-                            ": its queue " + std::to_string(queues - 1) + " socket (port + " +
+      throw py::value_error(field + ": peer " + peer_ip + " at " + socket + ": its queue " +
+                            std::to_string(queues - 1) + " socket (port + " +
                             std::to_string(queues - 1) + ") exceeds 65535");
     }
     o.kernel_udp.peers.push_back(transport::KernelUdpPeer::FromPortRange(
-        MakeDeviceAddress(peer_ip, ""), s.ip, s.port, queues));
+        DeviceAddressOf(field, peer_ip), s.ip, s.port, queues));
   }
   return o;
 }
@@ -65,7 +69,7 @@ TransportOptions Loopback(std::shared_ptr<transport::LoopbackWire> wire, const s
   TransportOptions o;
   o.kind = TransportKind::kLoopback;
   o.loopback_wire = std::move(wire);
-  o.loopback.address = MakeDeviceAddress(address, "");
+  o.loopback.address = DeviceAddressOf("TransportOptions.loopback.address", address);
   o.loopback.device.num_queues = queues;
   o.loopback.device.base_port = base_port;
   return o;
@@ -115,14 +119,17 @@ TransportOptions DpdkMemif(const std::string& address, const std::string& socket
   transport::DpdkOptions& d = o.dpdk;
   d.device.num_queues = queues;
   d.device.base_port = base_port;
-  d.address = MakeDeviceAddress(address, "");
+  d.address = DeviceAddressOf("TransportOptions.dpdk_memif.address", address);
   memif.ring_frames = d.device.rx_ring_frames;
   d.port = "net_memif_atp" + std::to_string(id);
   d.source = transport::DpdkPortSource::kCreateVdev;
   d.vdev_args = transport::MemifVdevArgs(memif);
   d.link_timeout = TimeDelta::FromNanoseconds(static_cast<int64_t>(link_timeout_s * 1e9));
-  for (const auto& [peer_ip, peer_queues] : peers) {
-    d.peers.push_back({MakeDeviceAddress(peer_ip, ""), peer_queues});
+  for (size_t i = 0; i < peers.size(); ++i) {
+    const auto& [peer_ip, peer_queues] = peers[i];
+    d.peers.push_back(
+        {DeviceAddressOf("TransportOptions.dpdk_memif.peers[" + std::to_string(i) + "]", peer_ip),
+         peer_queues});
   }
   return o;
 }

@@ -343,6 +343,47 @@ def test_atp_options_are_refused_naming_the_field():
     assert w.job.retransmission_floor == 2.0 and w.job.max_retransmission_timeout >= 2.0
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda: atp.DeviceAddress("x"), r'^DeviceAddress\.ipv4: IPv4 address "x"'),
+    (lambda: atp.DeviceAddress("10.1.0.1", "zz"), r'^DeviceAddress\.mac: MAC address "zz"'),
+    (lambda: atp.TransportOptions.kernel_udp(address="x", bind="127.0.0.1:1"),
+     r'^TransportOptions\.kernel_udp\.address: IPv4 address "x"'),
+    (lambda: atp.TransportOptions.kernel_udp(address="10.1.0.1", bind="x"),
+     r'^TransportOptions\.kernel_udp\.bind: "x" is not IP:PORT$'),
+    (lambda: atp.TransportOptions.kernel_udp(address="10.1.0.1", bind="127.0.0.1:70000"),
+     r'^TransportOptions\.kernel_udp\.bind: "127\.0\.0\.1:70000": the port is not 0\.\.65535$'),
+    (lambda: atp.TransportOptions.kernel_udp(address="10.1.0.1", bind="127.0.0.1:1",
+                                             gateway="x"),
+     r'^TransportOptions\.kernel_udp\.gateway: "x" is not IP:PORT$'),
+    (lambda: atp.TransportOptions.kernel_udp(address="10.1.0.1", bind="127.0.0.1:1",
+                                             peers=[("10.1.0.2", "127.0.0.1:2"),
+                                                    ("y", "127.0.0.1:3")]),
+     r'^TransportOptions\.kernel_udp\.peers\[1\]: IPv4 address "y"'),
+    (lambda: atp.TransportOptions.loopback(atp.LoopbackWire(), "x"),
+     r'^TransportOptions\.loopback\.address: IPv4 address "x"'),
+])
+def test_address_errors_name_the_field(make, message):
+    # As Validate()'s messages do: the path of the option the value was for.
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("ps_addresses", ["10.1.200.1", "x"], r'^AtpOptions\.ps_addresses\[1\]: IPv4 address "x"'),
+    ("ps_addresses", [], r"^AtpOptions\.ps_addresses: "),
+    ("address", "x", r'^AtpOptions\.address: IPv4 address "x"'),
+    ("udp_bind", "x", r'^AtpOptions\.udp_bind: "x" is not IP:PORT$'),
+    ("udp_gateway", "127.0.0.1", r'^AtpOptions\.udp_gateway: "127\.0\.0\.1" is not IP:PORT$'),
+])
+def test_atp_options_address_errors_name_the_field(field, value, message):
+    from atp import rendezvous
+    real = dict(local=False, ps_addresses=["10.1.200.1"], address="10.1.0.1",
+                udp_bind="127.0.0.1:30001")
+    real[field] = value
+    with pytest.raises(ValueError, match=message):
+        rendezvous.resolve(None, 0, 2, atp.AtpOptions(**real))
+
+
 def test_atp_options_from_the_environment(monkeypatch):
     monkeypatch.setenv("ATP_PS", " 10.1.200.1, 10.1.200.2 ,")
     assert atp.AtpOptions.from_env().ps_addresses == ["10.1.200.1", "10.1.200.2"]
