@@ -2,14 +2,22 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "atp/errno_status.h"
 
 namespace atp::python {
 
 void ThrowIfError(const absl::Status& status) {
   if (status.ok()) return;
   const std::string message(status.message());
+  if (const std::optional<int> error = ErrnoOf(status)) {
+    // OSError(errno, message) is the errno's subclass (FileNotFoundError,
+    // PermissionError, ...) with .errno set, whatever the status code.
+    PyErr_SetObject(PyExc_OSError, pybind11::make_tuple(*error, message).ptr());
+    throw pybind11::error_already_set();
+  }
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kOutOfRange:

@@ -1,10 +1,16 @@
 // python/src/status.h: absl::Status -> Python exceptions, and the
 // conversions every binding file shares.
 //
-// InvalidArgument -> ValueError (the message starts with the offending
-// field's path, as Validate() writes it), DeadlineExceeded -> TimeoutError,
-// NotFound / AlreadyExists -> KeyError, anything else -> RuntimeError
-// (prefixed with the status code's name).
+// A failed system call's status (atp::ErrnoStatus: a bind to an address
+// this host lacks, a port in use) -> OSError(errno, message), whatever its
+// code: the code is absl's folding of the errno (EADDRNOTAVAIL is
+// AlreadyExists), which would otherwise surface as a KeyError. Then by code:
+// InvalidArgument / OutOfRange -> ValueError (the message starts with the
+// offending field's path, as Validate() writes it), DeadlineExceeded ->
+// TimeoutError, NotFound / AlreadyExists -> KeyError (left to lookups by
+// key: Worker.push of a key that holds one, pull / discard of one with
+// none, a loopback address already on its wire), anything else ->
+// RuntimeError (prefixed with the status code's name).
 #ifndef ATP_PYTHON_SRC_STATUS_H_
 #define ATP_PYTHON_SRC_STATUS_H_
 

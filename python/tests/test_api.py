@@ -1,6 +1,8 @@
 """atp._atp: options and their errors, argument errors, and a real job of two
 workers (in this process) over a local switch + PS: exact sums, zero copy,
 handles, push/pull/discard, stats."""
+import errno
+import socket
 import subprocess
 import sys
 import threading
@@ -205,7 +207,7 @@ def test_wait_times_out_while_the_peer_is_missing(two_workers):
 
 def _unicast_job_on(base):
     """The PS and two workers of job 9 on kernel UDP, on the port block at
-    `base`: (ps, workers). Raises RuntimeError if a port is taken;
+    `base`: (ps, workers). Raises OSError (EADDRINUSE) if a port is taken;
     whatever it opened is closed by then."""
     ps_ip, workers_ip = "10.9.200.1", ["10.9.0.1", "10.9.0.2"]
     o = atp.ParameterServerOptions()
@@ -232,12 +234,48 @@ def _unicast_job_on(base):
             w.polling.yield_iterations = 0
             workers.append(atp.Worker(w, atp.TransportOptions.kernel_udp(
                 address=ip, bind=peers[r][1], peers=[(ps_ip, "127.0.0.1:%d" % base)])))
-    except RuntimeError:
+    except OSError:
         for w in workers:
             w.close()
         ps.close()
         raise
     return ps, workers
+
+
+def _one_worker_options():
+    w = atp.WorkerOptions()
+    w.job.job_id = 1
+    w.job.layout = atp.RackLayout.uniform(1, 1)
+    w.parameter_servers = [atp.DeviceAddress("10.1.200.1")]
+    return w
+
+
+def test_a_bind_that_fails_raises_oserror_naming_the_address():
+    # The OS's errno, as OSError: not absl's folding of it (EADDRNOTAVAIL is
+    # ALREADY_EXISTS, which surfaced as a KeyError).
+    foreign = "192.0.2.1:30001"  # TEST-NET-1: no host has it
+    with pytest.raises(OSError) as e:
+        atp.Worker(_one_worker_options(),
+                   atp.TransportOptions.kernel_udp(address="10.1.0.1", bind=foreign))
+    assert e.value.errno == errno.EADDRNOTAVAIL and foreign in str(e.value), e.value
+    assert not isinstance(e.value, KeyError)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        busy = "127.0.0.1:%d" % taken.getsockname()[1]
+        with pytest.raises(OSError) as e:
+            atp.Worker(_one_worker_options(),
+                       atp.TransportOptions.kernel_udp(address="10.1.0.1", bind=busy))
+        assert e.value.errno == errno.EADDRINUSE and busy in str(e.value), e.value
+        ps = atp.ParameterServerOptions()
+        j = atp.ParameterServerJobOptions()
+        j.job_id = 1
+        j.layout = atp.RackLayout.uniform(1, 1)
+        j.workers = [atp.DeviceAddress("10.1.0.1")]
+        ps.jobs = [j]
+        with pytest.raises(OSError) as e:
+            atp.ParameterServer(ps, atp.TransportOptions.kernel_udp(address="10.1.200.1",
+                                                                    bind=busy))
+        assert e.value.errno == errno.EADDRINUSE and busy in str(e.value), e.value
 
 
 def test_parameter_server_aggregates_without_a_switch():
@@ -253,8 +291,8 @@ def test_parameter_server_aggregates_without_a_switch():
         try:
             ps, workers = _unicast_job_on(local._pick_port_block(48, rng))
             break
-        except RuntimeError as e:
-            if "in use" not in str(e) or attempt == 4:
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE or attempt == 4:
                 raise
     with ps:
         inputs = [np.linspace(-1, 1, 1000, dtype=np.float32) * (r + 1) for r in range(2)]

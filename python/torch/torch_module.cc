@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "atp/errno_status.h"
 #include "atp/skip_reduce.h"
 #include "atp/transport_factory.h"
 #include "atp/worker.h"
@@ -48,7 +50,15 @@ c10::intrusive_ptr<ProcessGroupAtp> Create(const c10::intrusive_ptr<::c10d::Stor
     if (absl::IsInvalidArgument(worker.status())) {
       throw py::value_error(std::string(worker.status().message()));
     }
-    throw std::runtime_error("atp: cannot start the backend's Worker: " + worker.status().ToString());
+    const std::string why = "atp: cannot start the backend's Worker: ";
+    if (const std::optional<int> error = ErrnoOf(worker.status())) {
+      // A failed system call (a bind to an address this host lacks): OSError,
+      // as python/src/status.cc raises for the package's own endpoints.
+      const std::string message = why + std::string(worker.status().message());
+      PyErr_SetObject(PyExc_OSError, py::make_tuple(*error, message).ptr());
+      throw py::error_already_set();
+    }
+    throw std::runtime_error(why + worker.status().ToString());
   }
   return c10::make_intrusive<ProcessGroupAtp>(store, rank, size, *std::move(worker), pg_options);
 }

@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "atp/errno_status.h"
 #include "atp/transport/kernel_udp.h"
 #include "atp/transport/segmentation.h"
 #include "gtest/gtest.h"
@@ -152,6 +154,8 @@ TEST(KernelUdpDevice, OpeningAPortInUseFailsSayingSo) {
   const auto second = OpenKernelUdpDevice(clash);
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.status().message().find("in use"), std::string::npos) << second.status();
+  // The errno survives the queue's prefix (the Python bindings raise OSError from it).
+  EXPECT_EQ(atp::ErrnoOf(second.status()), EADDRINUSE) << second.status();
 }
 
 TEST(KernelUdpDevice, APeerRepeatingANodeOrASocketIsABadOption) {
@@ -180,6 +184,8 @@ TEST(KernelUdpDevice, BindingAnAddressThatIsNotLocalFailsSayingSo) {
   ASSERT_FALSE(device.ok());
   EXPECT_NE(device.status().message().find("not an address of this host"), std::string::npos)
       << device.status();
+  EXPECT_NE(device.status().message().find("192.0.2.1"), std::string::npos) << device.status();
+  EXPECT_EQ(atp::ErrnoOf(device.status()), EADDRNOTAVAIL) << device.status();
 }
 
 TEST(KernelUdpDevice, ExplicitPortRangeBindsQueueIAtBasePlusI) {

@@ -6,18 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "atp/errno_status.h"
 
 namespace atp::transport::internal {
-namespace {
-
-absl::Status ErrnoStatus(int error, std::string_view what) {
-  return absl::Status(absl::ErrnoToStatusCode(error), std::string(what) + ": " + std::strerror(error));
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<NetnsGuard>> NetnsGuard::Enter(const std::string& name) {
   if (name.empty()) return std::unique_ptr<NetnsGuard>(new NetnsGuard(-1));

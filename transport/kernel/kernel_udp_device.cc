@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -15,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "atp/errno_status.h"
 #include "atp/transport/kernel_udp.h"
 #include "transport/kernel/kernel_udp_queue.h"
 #include "transport/kernel/node_table.h"
@@ -27,11 +27,6 @@ using internal::KernelUdpQueueConfig;
 using internal::NodeTable;
 
 constexpr uint32_t kKernelMaxGsoSegments = 64;  // UDP_MAX_SEGMENTS on older kernels
-
-absl::Status ErrnoStatus(int error, const std::string& what) {
-  return absl::Status(absl::ErrnoToStatusCode(error),
-                      absl::StrCat(what, ": ", std::strerror(error)));
-}
 
 // FileDescriptor: closes on scope exit unless released.
 class FileDescriptor {
@@ -121,8 +116,13 @@ class KernelUdpDeviceImpl final : public KernelUdpDevice {
       absl::StatusOr<int> fd = OpenQueueSocket(options_, bind, gro_, &gro);
       if (!fd.ok()) {
         for (int open_fd : fds) ::close(open_fd);
-        return absl::Status(fd.status().code(),
-                            absl::StrCat("kernel UDP queue ", q, ": ", fd.status().message()));
+        absl::Status named(fd.status().code(),
+                           absl::StrCat("kernel UDP queue ", q, ": ", fd.status().message()));
+        // Keeps ErrnoStatus's errno (atp/errno_status.h) for the caller.
+        fd.status().ForEachPayload([&named](absl::string_view url, const absl::Cord& payload) {
+          named.SetPayload(url, payload);
+        });
+        return named;
       }
       fds.push_back(*fd);
       if (gso_ && !GsoSupported(*fd)) gso_ = false;
