@@ -182,6 +182,13 @@ class SkipReduceOptions:
 
 @dataclasses.dataclass
 class AtpOptions:
+    """The settings of the DDP hooks (atp.hook) and the c10d backend
+    (atp.backend): the job (job_id, racks, io_threads, scale), where its
+    parameter servers and this host's endpoint are (local, ps_addresses,
+    address, udp_bind, udp_gateway; the default is the local mode), timing
+    (seconds), polling, SkipReduce (skip) and the ring hook's address.
+    from_env() reads the ATP_* variables. docs/pytorch.md, "Options and
+    rendezvous"."""
     # The job. job_id 1..255; racks: workers per rack in rack-major rank
     # order (None: one rack of all ranks).
     job_id: int = 1

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "atp/transport.h"
 #include "atp/transport/kernel_udp.h"
@@ -30,6 +31,11 @@ transport::SocketAddress ParseSocketAddress(std::string_view field,
                                             const std::string& text);  // "IP:PORT"
 // DeviceAddressOf: `ipv4` with its default MAC (transport::DefaultMacFor).
 transport::DeviceAddress DeviceAddressOf(std::string_view field, const std::string& ipv4);
+
+// FieldRepr: an options object's __repr__, "JobOptions(job_id=1, layout=...)":
+// each of `fields` as Python reads it (durations in seconds, nested options
+// by their own repr, enum values as Enum.VALUE), in the C++ header's order.
+std::string FieldRepr(pybind11::handle self, const std::vector<const char*>& fields);
 
 }  // namespace atp::python
 

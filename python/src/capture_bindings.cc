@@ -42,7 +42,10 @@ void RegisterCapture(py::module_& m) {
       .def_readwrite("max_files", &CaptureOptions::max_files,
                      "Files kept per direction (a ring; the oldest is deleted).")
       .def_property_readonly("enabled", &CaptureOptions::enabled)
-      .def("validate", [](const CaptureOptions& o) { ThrowIfError(o.Validate()); });
+      .def("validate", [](const CaptureOptions& o) { ThrowIfError(o.Validate()); })
+      .def("__repr__", [](py::handle self) {
+        return FieldRepr(self, {"directory", "name", "max_file_bytes", "max_files"});
+      });
 }
 
 }  // namespace atp::python

@@ -53,7 +53,31 @@ transport::DeviceAddress DeviceAddressOf(std::string_view field, const std::stri
   return address;
 }
 
+std::string FieldRepr(py::handle self, const std::vector<const char*>& fields) {
+  std::string text = py::str(py::type::of(self).attr("__name__"));
+  text += "(";
+  bool first = true;
+  for (const char* name : fields) {
+    const py::object value = self.attr(name);
+    // py::enum_'s repr is "<Kind.VALUE: 0>"; its str is the readable part.
+    const bool is_enum = py::hasattr(py::type::of(value), "__members__");
+    text += first ? "" : ", ";
+    text += name;
+    text += "=";
+    text += py::str(is_enum ? py::str(value) : py::repr(value)).cast<std::string>();
+    first = false;
+  }
+  return text + ")";
+}
+
 namespace {
+
+// DefRepr: __repr__ over `fields` (FieldRepr).
+template <typename T>
+void DefRepr(py::class_<T>& cls, std::vector<const char*> fields) {
+  cls.def("__repr__",
+          [fields = std::move(fields)](py::handle self) { return FieldRepr(self, fields); });
+}
 
 template <typename T>
 void DefValidate(py::class_<T>& cls) {
@@ -108,7 +132,10 @@ void RegisterOptions(py::module_& m) {
         return "DeviceAddress('" + a.ipv4.ToString() + "', '" + a.mac.ToString() + "')";
       });
 
-  py::class_<RackLayout> layout(m, "RackLayout", "Workers per rack (the job's shape).");
+  py::class_<RackLayout> layout(m, "RackLayout",
+                                "How a job's workers sit in racks (the job's shape): "
+                                "workers_per_rack, one entry per rack, 1..32 racks of 1..32 "
+                                "workers; ranks count rack-major.");
   layout.def(py::init<>())
       .def(py::init([](std::vector<uint8_t> workers_per_rack) {
              RackLayout l;
@@ -146,18 +173,29 @@ void RegisterOptions(py::module_& m) {
           },
           py::arg("rack"), py::arg("worker_in_rack"));
   layout.def("validate", [](const RackLayout& l) { ThrowIfError(l.Validate()); });
+  DefRepr(layout, {"workers_per_rack"});
 
-  py::enum_<CongestionControl>(m, "CongestionControl")
+  py::enum_<CongestionControl>(m, "CongestionControl",
+                               "How a worker queue sizes its window: AIMD (ECN- and loss-driven, "
+                               "from initial_window) or FIXED_WINDOW (initial_window forever).")
       .value("AIMD", CongestionControl::kAimd)
       .value("FIXED_WINDOW", CongestionControl::kFixedWindow);
 
-  py::class_<SchedulerOptions> scheduler(m, "SchedulerOptions");
+  py::class_<SchedulerOptions> scheduler(
+      m, "SchedulerOptions",
+      "How a worker cuts an operation into pieces for its I/O threads (job-wide): F fragments "
+      "become max(ceil(F / max_piece_fragments), min(io_threads, F / min_piece_fragments)) "
+      "pieces.");
   scheduler.def(py::init<>())
       .def_readwrite("min_piece_fragments", &SchedulerOptions::min_piece_fragments)
       .def_readwrite("max_piece_fragments", &SchedulerOptions::max_piece_fragments);
   DefValidate(scheduler);
+  DefRepr(scheduler, {"min_piece_fragments", "max_piece_fragments"});
 
-  py::class_<JobOptions> job(m, "JobOptions", "What every worker of a job shares.");
+  py::class_<JobOptions> job(m, "JobOptions",
+                             "What every worker of a job shares: every worker (and its parameter "
+                             "servers, for the fields they share) must use the same values. "
+                             "Durations in seconds (inf: never).");
   job.def(py::init<>())
       .def_readwrite("job_id", &JobOptions::job_id)
       .def_readwrite("layout", &JobOptions::layout)
@@ -173,8 +211,15 @@ void RegisterOptions(py::module_& m) {
   ATP_DURATION_PROPERTY(job, JobOptions, max_retransmission_timeout);
   ATP_DURATION_PROPERTY(job, JobOptions, stall_timeout);
   DefValidate(job);
+  DefRepr(job, {"job_id", "layout", "io_threads", "scale", "slots", "initial_window",
+                "congestion_control", "retransmission_floor", "initial_retransmission_timeout",
+                "max_retransmission_timeout", "base_port", "scheduler", "stall_timeout"});
 
-  py::class_<PollingOptions> polling(m, "PollingOptions", "How an idle I/O thread backs off.");
+  py::class_<PollingOptions> polling(
+      m, "PollingOptions",
+      "How an idle I/O thread backs off: spin_iterations idle loops spinning, yield_iterations "
+      "yielding, then sleeps from min_sleep doubling up to max_sleep (seconds), woken early by "
+      "work or a frame. cpus: thread i runs on cpus[i % len] ([]: unpinned).");
   polling.def(py::init<>())
       .def_static("busy_polling", &PollingOptions::BusyPolling)
       .def_readwrite("spin_iterations", &PollingOptions::spin_iterations)
@@ -184,8 +229,13 @@ void RegisterOptions(py::module_& m) {
   ATP_DURATION_PROPERTY(polling, PollingOptions, min_sleep);
   ATP_DURATION_PROPERTY(polling, PollingOptions, max_sleep);
   DefValidate(polling);
+  DefRepr(polling, {"spin_iterations", "yield_iterations", "min_sleep", "max_sleep", "cpus"});
 
-  py::class_<WorkerOptions> worker(m, "WorkerOptions", "One worker of a job.");
+  py::class_<WorkerOptions> worker(
+      m, "WorkerOptions",
+      "One worker of a job: the job's options, its place in job.layout (rack, worker_in_rack), "
+      "the job's parameter servers (queue q's go to parameter_servers[q % len], 1..16), how its "
+      "I/O threads poll, and max_burst (frames per transport burst, 1..256).");
   worker.def(py::init<>())
       .def_readwrite("job", &WorkerOptions::job)
       .def_readwrite("rack", &WorkerOptions::rack)
@@ -194,12 +244,20 @@ void RegisterOptions(py::module_& m) {
       .def_readwrite("max_burst", &WorkerOptions::max_burst);
   DefListOfCopies(worker, "parameter_servers", &WorkerOptions::parameter_servers);
   DefValidate(worker);
+  DefRepr(worker, {"job", "rack", "worker_in_rack", "parameter_servers", "polling", "max_burst"});
 
-  py::enum_<ParameterDelivery>(m, "ParameterDelivery")
+  py::enum_<ParameterDelivery>(m, "ParameterDelivery",
+                                "How a PS sends parameter packets: MULTICAST (one frame to the "
+                                "job's group, the network replicates it) or UNICAST (one frame "
+                                "per worker: no switch on the path).")
       .value("MULTICAST", ParameterDelivery::kMulticast)
       .value("UNICAST", ParameterDelivery::kUnicast);
 
-  py::class_<ParameterServerJobOptions> ps_job(m, "ParameterServerJobOptions");
+  py::class_<ParameterServerJobOptions> ps_job(
+      m, "ParameterServerJobOptions",
+      "One job a parameter server serves: job_id (distinct among its jobs), layout, delivery; "
+      "multicast_group (MULTICAST) or workers (UNICAST: every worker, rack-major); "
+      "contribution_skipping: accept SkipReduce's contributions variant.");
   ps_job.def(py::init<>())
       .def_readwrite("job_id", &ParameterServerJobOptions::job_id)
       .def_readwrite("layout", &ParameterServerJobOptions::layout)
@@ -208,8 +266,14 @@ void RegisterOptions(py::module_& m) {
       .def_readwrite("contribution_skipping", &ParameterServerJobOptions::contribution_skipping);
   DefListOfCopies(ps_job, "workers", &ParameterServerJobOptions::workers);
   DefValidate(ps_job);
+  DefRepr(ps_job, {"job_id", "layout", "delivery", "multicast_group", "workers",
+                   "contribution_skipping"});
 
-  py::class_<ParameterServerOptions> ps(m, "ParameterServerOptions");
+  py::class_<ParameterServerOptions> ps(
+      m, "ParameterServerOptions",
+      "One parameter server: the jobs it serves (at least one), slots (equal to their "
+      "JobOptions.slots), its place among the jobs' PS hosts (server_index of server_count), "
+      "io_threads, polling, max_burst; orphan_timeout and waiting_report_interval in seconds.");
   ps.def(py::init<>())
       .def_readwrite("slots", &ParameterServerOptions::slots)
       .def_readwrite("server_index", &ParameterServerOptions::server_index)
@@ -222,6 +286,8 @@ void RegisterOptions(py::module_& m) {
   ATP_DURATION_PROPERTY(ps, ParameterServerOptions, orphan_timeout);
   ATP_DURATION_PROPERTY(ps, ParameterServerOptions, waiting_report_interval);
   DefValidate(ps);
+  DefRepr(ps, {"jobs", "slots", "server_index", "server_count", "io_threads", "base_port",
+               "polling", "max_burst", "orphan_timeout", "waiting_report_interval"});
 }
 
 }  // namespace atp::python

@@ -113,7 +113,12 @@ void RegisterSkip(py::module_& m) {
           "validate", [](const SkipPolicy& self) { ThrowIfError(self.Validate()); },
           "Raises ValueError naming the field; None when valid.")
       .def("for_tensor", &SkipPolicy::ForTensor, py::arg("tensor"), py::arg("iteration"),
-           py::arg("ranks"));
+           py::arg("ranks"))
+      .def("__repr__", [](py::handle self) {
+        return FieldRepr(self, {"mode", "rate", "all_gather_rate", "divisor", "seed",
+                                "warmup_iterations", "protected_tensors", "tensor_rates",
+                                "variant"});
+      });
 
   m.def("skip_steps_for_rate", &SkipStepsForRate, py::arg("rate"), py::arg("ranks"),
         "k for skipping `rate` of the contributions on `ranks` ranks: round(rate * ranks), at "

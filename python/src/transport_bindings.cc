@@ -194,6 +194,7 @@ void RegisterTransports(py::module_& m) {
       .def_readwrite("capture", &TransportOptions::capture,
                      "atp.CaptureOptions: record what the device receives and sends.");
   t.def("validate", [](const TransportOptions& o) { ThrowIfError(o.Validate()); });
+  t.def("__repr__", [](py::handle self) { return FieldRepr(self, {"kind", "capture"}); });
 }
 
 }  // namespace atp::python

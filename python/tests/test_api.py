@@ -36,6 +36,46 @@ def test_validate_names_the_field():
         atp.TransportOptions.kernel_udp(address="10.1.0.1", bind="127.0.0.1")
 
 
+OPTIONS_CLASSES = ["RackLayout", "SchedulerOptions", "JobOptions", "PollingOptions",
+                   "WorkerOptions", "ParameterServerJobOptions", "ParameterServerOptions",
+                   "SkipPolicy", "CaptureOptions", "AtpOptions", "SkipReduceOptions"]
+
+
+@pytest.mark.parametrize("name", OPTIONS_CLASSES)
+def test_options_have_a_docstring_and_a_repr_of_their_fields(name):
+    cls = getattr(atp, name)
+    # pybind11 leaves a class without one None; a dataclass gets its signature.
+    assert cls.__doc__ and not cls.__doc__.startswith(name + "("), cls.__doc__
+    text = repr(cls())
+    assert text.startswith(name + "(") and text.endswith(")") and " object at " not in text, text
+
+
+def test_an_options_repr_shows_nested_fields_as_python_reads_them():
+    w = atp.WorkerOptions()
+    w.job.job_id = 1
+    w.job.layout = atp.RackLayout.uniform(1, 2)
+    w.job.stall_timeout = float("inf")
+    w.parameter_servers = [atp.DeviceAddress("10.1.200.1")]
+    text = repr(w)
+    assert text.startswith("WorkerOptions(job=JobOptions(job_id=1, layout=RackLayout("
+                           "workers_per_rack=[2]), io_threads=1, "), text
+    for part in ("congestion_control=CongestionControl.AIMD", "retransmission_floor=0.001",
+                 "stall_timeout=inf", "rack=0, worker_in_rack=0",
+                 "parameter_servers=[DeviceAddress('10.1.200.1', '02:00:0a:01:c8:01')]",
+                 "polling=PollingOptions(spin_iterations=0, yield_iterations=64, "
+                 "min_sleep=2e-05, max_sleep=0.001, cpus=[])", "max_burst=32)"):
+        assert part in text, (part, text)
+    ps = atp.ParameterServerOptions()
+    j = atp.ParameterServerJobOptions()
+    j.job_id = 3
+    j.delivery = atp.ParameterDelivery.MULTICAST
+    ps.jobs = [j]
+    assert repr(ps).startswith("ParameterServerOptions(jobs=[ParameterServerJobOptions("
+                               "job_id=3, layout=RackLayout(workers_per_rack=[]), "
+                               "delivery=ParameterDelivery.MULTICAST, "), repr(ps)
+    assert "orphan_timeout=2.0, waiting_report_interval=1.0)" in repr(ps)
+
+
 def test_import_atp_loads_its_modules_on_first_use_and_not_torch():
     # docs/pytorch.md uses atp.hook, atp.backend and atp.stats after a bare
     # `import atp`; that import itself must not load torch.
