@@ -224,9 +224,11 @@ void BM_Pull(benchmark::State& state) {
 }
 BENCHMARK(BM_Pull)->Unit(benchmark::kMillisecond);
 
-// PullWindow/W: the receiving half as a job with W window slots has it (the
-// default JobOptions::slots is 256): the tensor goes as kFragments / W
-// operations of W fragments each, into consecutive parts of one output;
+// PullWindow/W: the receiving half as a job with W window slots has it
+// (256: the default JobOptions::slots until 2026-12-06, the floor's figure;
+// 1024: kDefaultSlots now, bench/RESULTS.md "Default slots"): the tensor goes
+// as kFragments / W operations of W fragments each, into consecutive parts
+// of one output;
 // each operation is sent whole (untimed) and then received (timed). BM_Pull
 // keeps the whole tensor in flight instead, which needs 65536 slots: every
 // result then also lands in a 21 MB ring of kept copies (WorkerQueueEngine::
@@ -265,7 +267,7 @@ void PullWindowWith(benchmark::State& state, Inputs inputs, Timing timing = Timi
   Report(state, b.Verify());
 }
 void BM_PullWindow(benchmark::State& state) { PullWindowWith(state, Inputs::kGradients); }
-BENCHMARK(BM_PullWindow)->Arg(256)->Arg(4096)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PullWindow)->Arg(256)->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // PullWindowWide/W: BM_PullWindow with Inputs::kWide.
 void BM_PullWindowWide(benchmark::State& state) { PullWindowWith(state, Inputs::kWide); }
