@@ -35,6 +35,7 @@
 #include "atp/transport_factory.h"
 #include "atp/worker.h"
 #include "lib/host/polling_thread.h"
+#include "switch_emulator/pipeline/pipeline_config.h"
 #include "testbed/switch_fabric.h"
 
 namespace atp::testbed {
@@ -100,7 +101,7 @@ struct LocalClusterOptions {
   // Fabric (loopback only).
   double loss_rate = 0.0;
   uint64_t seed = 1;
-  size_t aggregator_count = 4096;
+  size_t aggregator_count = switch_emulator::kDefaultAggregatorCount;
   uint32_t ecn_threshold = 256;
   TimeDelta orphan_timeout = TimeDelta::FromMilliseconds(10);
   uint64_t wipe_every_frames = 0;  // see SwitchFabricOptions

@@ -59,6 +59,7 @@
 #include "atp/wire.h"
 #include "switch_emulator/host/switch_host.h"
 #include "switch_emulator/pipeline/pipeline.h"
+#include "switch_emulator/pipeline/pipeline_config.h"
 
 namespace atp::testbed {
 
@@ -77,7 +78,7 @@ struct FabricJob {
 struct SwitchFabricOptions {
   FabricAggregation aggregation = FabricAggregation::kTwoLevel;
   std::vector<FabricJob> jobs;
-  size_t aggregator_count = 4096;  // per switch
+  size_t aggregator_count = switch_emulator::kDefaultAggregatorCount;  // per switch
   uint32_t ecn_threshold = 256;    // frames waiting at the destination queue
   TimeDelta orphan_timeout = TimeDelta::FromMilliseconds(10);
   double loss_rate = 0.0;          // per hop and copy, in [0, 1)

@@ -10,19 +10,19 @@
 
 namespace atp::host {
 
-absl::Status PinThread(std::thread& thread, int cpu) {
+absl::Status PinThread(std::thread& thread, int cpu, absl::string_view field) {
   cpu_set_t only;
   CPU_ZERO(&only);
   CPU_SET(cpu, &only);
   const int error = pthread_setaffinity_np(thread.native_handle(), sizeof(only), &only);
   if (error == EINVAL) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "PollingOptions.cpus: CPU ", cpu, " is not one this process may run on (its cpuset: "
+        field, ": CPU ", cpu, " is not one this process may run on (its cpuset: "
         "/proc/self/status Cpus_allowed_list)"));
   }
   if (error != 0) {
     return absl::InternalError(
-        absl::StrCat("PollingOptions.cpus: pthread_setaffinity_np: ", std::strerror(error)));
+        absl::StrCat(field, ": pthread_setaffinity_np: ", std::strerror(error)));
   }
   return absl::OkStatus();
 }

@@ -7,14 +7,16 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace atp::host {
 
 // PinThread: `thread` runs on `cpu` only. InvalidArgumentError naming the CPU
-// when this process may not run there: the kernel decides (EINVAL for a CPU
-// outside the process's cpuset); the calling thread's own affinity (which
-// OpenMP runtimes pin, in a Python process) does not matter.
-absl::Status PinThread(std::thread& thread, int cpu);
+// when this process may not run there, prefixed with `field` (the option
+// the CPU came from, e.g. "PollingOptions.cpus"): the kernel decides (EINVAL
+// for a CPU outside the process's cpuset); the calling thread's own affinity
+// (which OpenMP runtimes pin, in a Python process) does not matter.
+absl::Status PinThread(std::thread& thread, int cpu, absl::string_view field);
 
 }  // namespace atp::host
 

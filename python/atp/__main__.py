@@ -6,9 +6,10 @@ Starts atp-switchd and atp-ps for the job, then runs COMMAND with
 ATP_LOCAL_JOB=<the job as JSON> (e.g. torchrun ...) and tears down when it
 exits (--print_job: also print the job, one JSON line, first), or, with no
 COMMAND, prints the job (one JSON line) and waits for EOF on stdin, SIGINT
-or SIGTERM. Exit status: COMMAND's; 2 for bad flags or an $ATP_SWITCHD /
-$ATP_PS that names no executable file; 1 when atp-switchd or atp-ps does
-not start; 127 (126) when COMMAND is not found (not executable).
+or SIGTERM. Exit status: COMMAND's (128 + N when signal N killed it); 2
+for bad flags, an $ATP_SWITCHD / $ATP_PS that names no executable file, or
+an atp-switchd / atp-ps found nowhere; 1 when atp-switchd or atp-ps does not
+start; 127 (126) when COMMAND is not found (not executable).
 """
 import argparse
 import sys

@@ -39,9 +39,11 @@ PORTS_PER_SIDE = 16
 SWITCH_ADDRESS = "10.255.0.1"
 # The workers' and atp-ps's window slots per queue: JobOptions' default
 # (atp::kDefaultSlots; test_local_mode checks they agree). The switch gets an
-# aggregator for each slot of each queue, so the job never collides with
-# itself there (docs/protocol.md).
+# aggregator for each slot of each of the 16 queues a job may have, so the
+# job never collides with itself there (docs/protocol.md): atp-switchd's
+# default count (switch_emulator::kDefaultAggregatorCount).
 DEFAULT_SLOTS = 1024
+AGGREGATORS = 16 * DEFAULT_SLOTS
 
 
 def _set_parent_death_signal(sig):
@@ -108,8 +110,7 @@ def job_description(world_size, job_id, io_threads, base):
 
 def switch_yaml(job):
     q = job["io_threads"]
-    aggregators = max(4096, DEFAULT_SLOTS * q)
-    lines = ["name: atplocal", "address: %s" % SWITCH_ADDRESS, "aggregators: %d" % aggregators,
+    lines = ["name: atplocal", "address: %s" % SWITCH_ADDRESS, "aggregators: %d" % AGGREGATORS,
              "orphan_timeout_ms: 100", "ports:"]
     for r, w in enumerate(job["workers"]):
         lines.append('  - {name: w%d, type: kernel_udp, bind: "%s", peer: "%s", queues: %d}'
@@ -336,8 +337,10 @@ def _run_command(command, job):
     try:
         # The command dies with the supervisor too (SIGTERM), as the
         # switch and the PS do.
-        return subprocess.call(command, env=env,
-                               preexec_fn=_set_parent_death_signal(signal.SIGTERM))
+        status = subprocess.call(command, env=env,
+                                 preexec_fn=_set_parent_death_signal(signal.SIGTERM))
+        # Killed by signal N: the shell's 128 + N (sys.exit(-N) would exit 256 - N).
+        return 128 - status if status < 0 else status
     except OSError as e:
         print("python -m atp local: cannot run %s: %s" % (command[0], e.strerror or e),
               file=sys.stderr, flush=True)

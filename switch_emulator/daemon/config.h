@@ -127,7 +127,7 @@ struct SwitchdConfig {
   std::string name;
   wire::Ipv4Address address;
   wire::MacAddress mac;  // default: transport::DefaultMacFor(address)
-  size_t aggregators = 4096;
+  size_t aggregators = switch_emulator::kDefaultAggregatorCount;
   switch_emulator::PartitionMode partition = switch_emulator::PartitionMode::kDynamic;
   uint32_t ecn_threshold = 64;  // frames held by the egress queue
   TimeDelta orphan_timeout = TimeDelta::FromMilliseconds(10);

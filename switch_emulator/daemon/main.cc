@@ -279,13 +279,11 @@ int Main(int argc, char** argv) {
     return kOpenFailedExit;
   }
   if (absl::Status s = (*daemon)->Start(); !s.ok()) {
-    // The only refusal of a valid daemon: a --cpus CPU this process may not
-    // run on, a bad flag value.
-    const bool bad_cpu = absl::IsInvalidArgument(s);
-    std::string message(s.message());
-    if (bad_cpu) {
-      message = absl::StrCat("--cpus: ", absl::StripPrefix(message, "PollingOptions.cpus: "));
-    }
+    // Start refuses a valid daemon only for a --cpus CPU this process may
+    // not run on: a bad flag value, named as the flag.
+    absl::string_view why = s.message();
+    const bool bad_cpu = absl::ConsumePrefix(&why, absl::StrCat(SwitchDaemon::kCpusField, ": "));
+    const std::string message = bad_cpu ? absl::StrCat("--cpus: ", why) : std::string(why);
     std::fprintf(stderr, "atp-switchd: %s\n", message.c_str());
     return bad_cpu ? kBadUsageExit : kOpenFailedExit;
   }

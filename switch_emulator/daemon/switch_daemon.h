@@ -69,6 +69,9 @@ struct SwitchDaemonOptions {
 
 class SwitchDaemon {
  public:
+  // kCpusField: the option Start's refusal of a CPU names.
+  static constexpr char kCpusField[] = "SwitchDaemonOptions.polling.cpus";
+
   // Create: validates the options (burst, attempts, ports, route and
   // multicast port indices) and creates the pipeline.
   static absl::StatusOr<std::unique_ptr<SwitchDaemon>> Create(SwitchDaemonOptions options,
