@@ -390,7 +390,17 @@ class WorkerQueueEngine {
 
   Slot& SlotOf(uint64_t position) { return slots_[position & slot_mask_]; }
   const Slot& SlotOf(uint64_t position) const { return slots_[position & slot_mask_]; }
-  bool MaySendNew() const;
+  // MaySendNew: a new position may be sent now. Asked twice per parameter
+  // packet: defined here to be inlined.
+  bool MaySendNew() const {
+    // The window bounds the fragments in flight; the slots bound the span
+    // [expected_, next_send_], so the slot of next_send_ is free: its previous
+    // position, next_send_ - slots, is below expected_ (acknowledged). New
+    // positions wait for a timeout's recovery to finish, after which every
+    // fragment in flight counts against the window again.
+    return next_send_ < assigned_end_ && !RecoveryPending() && window_in_flight_ < cc_.window() &&
+           next_send_ < expected_ + config_.slots;
+  }
   void QueueResend(uint64_t position, ResendCause cause);
   void OnRetransmissionTimeout(TimePoint now);
   // SkipRecoveredPositions: moves recovery_next_ past positions that no
@@ -424,8 +434,13 @@ class WorkerQueueEngine {
   // burst over at one `now`, and its packets' round trips all end together;
   // one sample per burst is what TCP takes from a stretch acknowledgement,
   // and the estimator's arithmetic on every packet was 7% of a pulled
-  // fragment's cost (BM_PullWindow/4096, bench/RESULTS.md).
-  void TakeRttSample(TimeDelta rtt, TimePoint now);
+  // fragment's cost (BM_PullWindow/4096, bench/RESULTS.md). The test is
+  // inlined: every other packet of a burst stops at it.
+  void TakeRttSample(TimeDelta rtt, TimePoint now) {
+    if (last_rtt_sample_at_ == now) [[likely]] return;
+    TakeFirstRttSampleAt(rtt, now);
+  }
+  void TakeFirstRttSampleAt(TimeDelta rtt, TimePoint now);
   // TimerDeadline: when a timer armed at `now` fires (RTO, jittered).
   TimePoint TimerDeadline(TimePoint now) const { return now + jitter_.Stretch(rtt_.Rto()); }
   // The retransmission timer. Every parameter packet restarts it (RFC 6298
@@ -491,10 +506,24 @@ class WorkerQueueEngine {
   void KeepUndropped(const FragmentSkip& skip, Operation& op);
   void PopCompletedOperations();
   // CountAcked: one more fragment of `op` acknowledged; queues its completion.
-  void CountAcked(Operation& op);
+  // Per packet: defined here to be inlined (a call and its register saves
+  // cost more than the count).
+  void CountAcked(Operation& op) {
+    if (++op.acked == op.fragments) CompleteOperation(op);
+  }
+  void CompleteOperation(const Operation& op);
   // FreeAckedPrefix: moves expected_ past acknowledged positions, freeing
-  // their slots; returns whether it moved.
-  bool FreeAckedPrefix();
+  // their slots; returns whether it moved. Per packet: defined here to be
+  // inlined.
+  bool FreeAckedPrefix() {
+    const uint64_t expected_before = expected_;
+    while (expected_ < next_send_ && SlotOf(expected_).state == SlotState::kAcked) {
+      SlotOf(expected_).state = SlotState::kFree;
+      ++expected_;
+    }
+    SkipRecoveredPositions();
+    return expected_ != expected_before;
+  }
   // TakeEarlyResult: a parameter packet for `position` >= next_send_ that
   // this worker does not contribute to: stores the result (its slot, or
   // held_results_ while the slot is busy); false if the position cannot take
