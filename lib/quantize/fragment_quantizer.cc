@@ -18,12 +18,4 @@ FragmentQuantizer::FragmentQuantizer(double scale)
 #endif
 }
 
-QuantizeOutcome FragmentQuantizer::ToWire(std::span<const float> in,
-                                          std::span<uint8_t, kBytes> out) const {
-  if (in.size() == kValues && whole_ != nullptr) {
-    return whole_(in.data(), scale_, float_scale_, out.data());
-  }
-  return general_(in, scale_, out);
-}
-
 }  // namespace atp

@@ -35,8 +35,14 @@ class FragmentQuantizer {
 
   // ToWire: QuantizeToWire(in, scale, out) for in.size() <= kValues: the
   // first 4 * in.size() bytes of `out` written, the rest untouched. Any
-  // thread; no allocation.
-  QuantizeOutcome ToWire(std::span<const float> in, std::span<uint8_t, kBytes> out) const;
+  // thread; no allocation. Once per fragment sent: defined here, so that
+  // the kernel is the only call.
+  QuantizeOutcome ToWire(std::span<const float> in, std::span<uint8_t, kBytes> out) const {
+    if (in.size() == kValues && whole_ != nullptr) [[likely]] {
+      return whole_(in.data(), scale_, float_scale_, out.data());
+    }
+    return general_(in, scale_, out);
+  }
 
   double scale() const { return scale_; }
 

@@ -45,9 +45,10 @@ FragmentEncoding EncodeFragment(std::span<const float> values, double scale,
   return FragmentEncoding::kFloat;
 }
 
-FragmentEncoding EncodeFragmentToWire(std::span<const float> values,
-                                      const FragmentQuantizer& quantizer, FragmentEncoding wanted,
-                                      std::span<uint8_t, wire::kPayloadBytes> payload) {
+FragmentEncoding EncodeFragmentToWireGeneral(std::span<const float> values,
+                                             const FragmentQuantizer& quantizer,
+                                             FragmentEncoding wanted,
+                                             std::span<uint8_t, wire::kPayloadBytes> payload) {
   assert(values.size() <= wire::kValuesPerFragment);
   const size_t n = std::min(values.size(), wire::kValuesPerFragment);
   std::fill(payload.begin() + static_cast<ptrdiff_t>(n * sizeof(int32_t)), payload.end(),

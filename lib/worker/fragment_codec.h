@@ -40,9 +40,24 @@ FragmentEncoding EncodeFragment(std::span<const float> values, double scale,
 // EncodeFragmentToWire: the same with the job's FragmentQuantizer (its
 // scale), written straight into a frame's 248 payload bytes in network byte
 // order (quantized in one pass, no host-order copy): what the I/O loop sends.
-FragmentEncoding EncodeFragmentToWire(std::span<const float> values,
-                                      const FragmentQuantizer& quantizer, FragmentEncoding wanted,
-                                      std::span<uint8_t, wire::kPayloadBytes> payload);
+// Once per fragment sent: a whole fragment that quantizes exactly (nearly
+// every one) is handled here, inlined, with the kernel as its only call.
+FragmentEncoding EncodeFragmentToWireGeneral(std::span<const float> values,
+                                             const FragmentQuantizer& quantizer,
+                                             FragmentEncoding wanted,
+                                             std::span<uint8_t, wire::kPayloadBytes> payload);
+inline FragmentEncoding EncodeFragmentToWire(std::span<const float> values,
+                                             const FragmentQuantizer& quantizer,
+                                             FragmentEncoding wanted,
+                                             std::span<uint8_t, wire::kPayloadBytes> payload) {
+  if (wanted == FragmentEncoding::kInteger && values.size() == wire::kValuesPerFragment &&
+      quantizer.ToWire(values, payload) == QuantizeOutcome::kExact) [[likely]] {
+    return FragmentEncoding::kInteger;
+  }
+  // Anything else (rare: a shorter last fragment, float32 asked for, or a
+  // value that needs it, whose quantization the general path redoes).
+  return EncodeFragmentToWireGeneral(values, quantizer, wanted, payload);
+}
 
 // DecodeResult: the first out.size() (at most 62) values of a parameter
 // packet: int32 sums dequantized with `scale`, or float32 bits when `fp`.

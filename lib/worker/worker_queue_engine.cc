@@ -450,10 +450,7 @@ size_t WorkerQueueEngine::CollectSendsTo(TimePoint now, const SendTarget& out) {
   return n;
 }
 
-void WorkerQueueEngine::TakeRole(const Operation& op, Slot& slot) {
-  slot.declares = false;
-  slot.keep_alive = false;
-  if (!keep_alive_runs_.has_value()) return;  // never any contribution skipping
+void WorkerQueueEngine::TakeSkippingRole(const Operation& op, Slot& slot) {
   if (!op.contribution_plan.has_value()) {
     keep_alive_runs_->AllSend(next_send_);
     return;

@@ -499,8 +499,14 @@ class WorkerQueueEngine {
   Operation& OperationForNextSend();
   // TakeRole: position next_send_ of `op` passes (sent, or an early result
   // acknowledged): under contribution skipping, sets `slot`'s declared role
-  // and advances keep_alive_runs_.
-  void TakeRole(const Operation& op, Slot& slot);
+  // and advances keep_alive_runs_. Per fragment sent: the test for a job
+  // without contribution skipping (nearly all) is inlined.
+  void TakeRole(const Operation& op, Slot& slot) {
+    slot.declares = false;
+    slot.keep_alive = false;
+    if (keep_alive_runs_.has_value()) [[unlikely]] TakeSkippingRole(op, slot);
+  }
+  void TakeSkippingRole(const Operation& op, Slot& slot);
   // KeepUndropped: applies `skip` to `op` (just enqueued, fragments = all of
   // them): zeroes the dropped fragments' output, fills op.kept, counts.
   void KeepUndropped(const FragmentSkip& skip, Operation& op);
