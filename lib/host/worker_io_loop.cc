@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -25,9 +26,11 @@ constexpr TimeDelta kPublishInterval = TimeDelta::FromMilliseconds(1);
 // every field the same but the seq position (first's + i) and the aggregator
 // index (carried per segment). Asked once per fragment sent: the fields are
 // compared together, without a copy of `next` and a branch per field (the
-// defaulted operator== was most of the run search's time). The size check
-// catches a field added to AtpHeader and not compared here.
-static_assert(sizeof(wire::AtpHeader) == 28, "compare every AtpHeader field in ContinuesRun");
+// defaulted operator== was most of the run search's time). The layout checks
+// catch a field added to AtpHeader and not compared here, unless it is one
+// or two bytes placed after `aggregator` (it would fit in the padding).
+static_assert(sizeof(wire::AtpHeader) == 28 && offsetof(wire::AtpHeader, aggregator) == 24,
+              "compare every AtpHeader field in ContinuesRun");
 bool ContinuesRun(const wire::AtpHeader& first, const wire::AtpHeader& next, size_t i) {
   const bool words = (next.seq == transport::SegmentSeq(first.seq, i)) &
                      (next.bitmap0 == first.bitmap0) & (next.bitmap1 == first.bitmap1);
