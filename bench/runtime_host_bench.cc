@@ -267,7 +267,12 @@ void PullWindowWith(benchmark::State& state, Inputs inputs, Timing timing = Timi
   Report(state, b.Verify());
 }
 void BM_PullWindow(benchmark::State& state) { PullWindowWith(state, Inputs::kGradients); }
-BENCHMARK(BM_PullWindow)->Arg(256)->Arg(1024)->Arg(4096)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PullWindow)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 // PullWindowWide/W: BM_PullWindow with Inputs::kWide.
 void BM_PullWindowWide(benchmark::State& state) { PullWindowWith(state, Inputs::kWide); }

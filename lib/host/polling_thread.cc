@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<PollingThread>> PollingThread::Start(std::string 
   if (!options.cpus.empty()) {
     // From the starting thread, so that a failure is this call's error (the
     // thread, stopped by its destructor, had no steps yet).
-    ATP_RETURN_IF_ERROR(
-        PinThread(thread->thread_, options.cpus[index % options.cpus.size()], "PollingOptions.cpus"));
+    const int cpu = options.cpus[index % options.cpus.size()];
+    ATP_RETURN_IF_ERROR(PinThread(thread->thread_, cpu, "PollingOptions.cpus"));
   }
   return thread;
 }

@@ -49,7 +49,8 @@ absl::Status SwitchDaemon::Start() {
     if (!abandoned_) Run();
   });
   if (!options_.polling.cpus.empty()) {
-    if (absl::Status pinned = host::PinThread(thread_, options_.polling.cpus[0], kCpusField); !pinned.ok()) {
+    absl::Status pinned = host::PinThread(thread_, options_.polling.cpus[0], kCpusField);
+    if (!pinned.ok()) {
       abandoned_ = true;
       start_gate_.release();
       thread_.join();
